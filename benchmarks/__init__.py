@@ -1,0 +1,1 @@
+"""Benchmark scripts: exact models against heuristics, measured."""

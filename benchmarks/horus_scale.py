@@ -1,0 +1,95 @@
+"""Horus at the paper's simulation scale: exact model per backend vs greedy and baselines.
+
+Protocol: instances from ``instances.horus_gen.generate_horus`` (128 servers × 8 GTX 1080,
+β = 15 pending jobs, a share ``busy`` of the GPUs already running jobs), seeds 0..N-1;
+every exact backend with gap tolerance 0, one thread, and a time limit; heuristics as
+registered. Gaps are relative to the best proven-optimal objective of the instance, from
+the evaluator's objectives: (heuristic − optimum) / |optimum|. Times are wall-clock on
+the machine that runs the script (reported in the header).
+
+    python -m benchmarks.horus_scale --seeds 20 --busy 0.5
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import time
+
+from instances.horus_gen import generate_horus
+from solver import solve
+from solver.result import Status
+
+EXACT = ("cbc", "highs", "cpsat")
+HEURISTICS = ("greedy", "obp", "fifo")
+
+
+def run(seeds: int, busy: float, cost_model: str, time_limit: float, nodes: int,
+        beta: int) -> str:
+    rows: dict[str, list[dict]] = {name: [] for name in (*EXACT, *HEURISTICS)}
+    for seed in range(seeds):
+        inst = generate_horus(seed=seed, nodes=nodes, beta=beta, busy=busy,
+                              cost_model=cost_model)
+        optimum = None
+        for backend in EXACT:
+            r = solve(inst, "exact", backend=backend, time_limit=time_limit, seed=seed)
+            rows[backend].append(dict(status=r.status, objective=r.objective,
+                                      build=r.build_time, wall=r.wall_time,
+                                      solve=r.extra.get("solve_time"),
+                                      rounds=r.extra.get("rounds")))
+            if r.status is Status.OPTIMAL:
+                optimum = r.objective if optimum is None else min(optimum, r.objective)
+        for name in HEURISTICS:
+            r = solve(inst, name, seed=seed)
+            rows[name].append(dict(status=r.status, objective=r.objective, wall=r.wall_time))
+        for name in rows:
+            last = rows[name][-1]
+            last["gap"] = (None if optimum is None or last["objective"] is None
+                           else (last["objective"] - optimum) / abs(optimum))
+    return _table(rows, seeds, busy, cost_model, time_limit, nodes, beta)
+
+
+def _fmt(values: list[float], scale: float = 1.0, digits: int = 3) -> str:
+    if not values:
+        return "-"
+    return (f"{statistics.mean(values) * scale:.{digits}f} / "
+            f"{max(values) * scale:.{digits}f}")
+
+
+def _table(rows, seeds, busy, cost_model, time_limit, nodes, beta) -> str:
+    head = (f"Horus {nodes}×8, β = {beta}, busy = {busy}, cost model {cost_model}, "
+            f"{seeds} seeds, time limit {time_limit:g} s; {platform.processor() or 'cpu'}, "
+            f"{os.cpu_count()} cores\n\n")
+    out = [head, "| method | optimal | build s (mean / max) | solve s (mean / max) | "
+                 "wall s (mean / max) | gap % (mean / max) | gap > 0 |",
+           "|---|---|---|---|---|---|---|"]
+    for name, runs in rows.items():
+        opt = sum(r["status"] is Status.OPTIMAL for r in runs)
+        gaps = [r["gap"] for r in runs if r["gap"] is not None]
+        build = [r["build"] for r in runs if r.get("build") is not None]
+        solve_t = [r["solve"] for r in runs if r.get("solve") is not None]
+        wall = [r["wall"] for r in runs]
+        label = f"exact ({name})" if name in EXACT else name
+        out.append(f"| {label} | {opt}/{len(runs)} | {_fmt(build)} | {_fmt(solve_t)} | "
+                   f"{_fmt(wall)} | {_fmt(gaps, 100, 2)} | {sum(g > 1e-9 for g in gaps)} |")
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--busy", type=float, default=0.5)
+    parser.add_argument("--cost-model", default="paper", choices=["paper", "colocation"])
+    parser.add_argument("--time-limit", type=float, default=120.0)
+    parser.add_argument("--nodes", type=int, default=128)
+    parser.add_argument("--beta", type=int, default=15)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    print(run(args.seeds, args.busy, args.cost_model, args.time_limit, args.nodes, args.beta))
+    print(f"\ntotal {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

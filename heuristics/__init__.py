@@ -1,0 +1,7 @@
+"""Heuristics and the papers' baselines; importing the package registers them all."""
+
+import importlib
+import pkgutil
+
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")

@@ -1,0 +1,179 @@
+"""Horus heuristics: Algorithm 1 (weighted-fair-queuing greedy) and the paper's baselines.
+
+- ``greedy`` (Alg. 1): cluster the pending jobs into k queues by k-means (L1) on four
+  normalized features, pick β jobs by weighted fairness, and for each, in order of
+  waiting time, filter the servers that pass the capacity check, give up when fewer than
+  ceil(λ / GPUs per server) pass, else take the λ cheapest GPUs by Eq. 7 evaluated on the
+  live state (jobs placed earlier in the round count).
+- ``fifo``: jobs in queue order on idle GPUs only (no co-location), first GPUs in cluster
+  order; stops at the first job that does not fit (strict FIFO) unless ``backfill=True``.
+- ``obp`` (opportunistic bin packing): jobs in queue order; any GPU whose free memory takes
+  the job's estimate qualifies; the λ least-loaded (most free memory) are taken.
+
+Our readings where the paper is silent: a job is one task asking for λ GPUs (features:
+tasks = 1, GPU utilization, GPUs per task = λ, GPU memory); a server passes the capacity
+check when it can host at least one share of the job; the chosen λ GPUs respect each
+server's remaining CPU/RAM; the buffer is ordered by waiting time, longest first.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from solver.decision import Decision, Placement
+from solver.errors import InputError
+from solver.instance import Instance
+from solver.jobs import Job
+from solver.problems.horus import parse_horus_params, share_costs
+from solver.registry import MethodSpec, register_method
+from solver.result import Status
+from solver.solve import MethodOutput
+from solver.state import ClusterState
+
+from .kmeans import kmeans_l1, normalize_columns
+
+
+def job_features(jobs: tuple[Job, ...]) -> np.ndarray:
+    """The four clustering features of Sec. 4.2.2: tasks, GPU util, GPUs per task, GPU memory."""
+    return np.array([[1.0, j.gpu_util, j.num_gpus, j.gpu_mem_gb] for j in jobs], dtype=float)
+
+
+def weighted_fair_pick(queues: list[list[int]], waits: np.ndarray, beta: int) -> list[int]:
+    """Pick β job indices across queues in proportion to w_x = max(len, median wait × len).
+
+    Shares are rounded by largest remainder, capped by queue length, and what a short
+    queue cannot take goes to the others in weight order. Inside a queue the longest
+    waiting jobs go first.
+    """
+    queues = [sorted(q, key=lambda j: (-waits[j], j)) for q in queues if q]
+    if not queues:
+        return []
+    weights = np.array([max(len(q), float(np.median(waits[q])) * len(q)) for q in queues])
+    beta = min(beta, sum(len(q) for q in queues))
+    exact = weights / weights.sum() * beta
+    take = np.floor(exact).astype(int)
+    order = sorted(range(len(queues)), key=lambda x: (-(exact[x] - take[x]), x))
+    for x in order[: beta - int(take.sum())]:
+        take[x] += 1
+    take = np.minimum(take, [len(q) for q in queues])
+    by_weight = sorted(range(len(queues)), key=lambda x: (-weights[x], x))
+    while take.sum() < beta:
+        for x in by_weight:
+            if take[x] < len(queues[x]) and take.sum() < beta:
+                take[x] += 1
+    return [j for x, q in enumerate(queues) for j in q[: take[x]]]
+
+
+def _cheapest_gpus(state: ClusterState, job: Job, cost_row: np.ndarray,
+                   candidates: np.ndarray) -> list[int] | None:
+    """λ GPUs from ``candidates`` in ascending cost, within each server's CPU/RAM room."""
+    node_of = state.instance.cluster.gpu_node
+    room = state.node_room(job).copy()
+    chosen: list[int] = []
+    for g in candidates[np.lexsort((candidates, cost_row[candidates]))]:
+        n = node_of[g]
+        if room[n] >= 1:
+            chosen.append(int(g))
+            room[n] -= 1
+            if len(chosen) == job.num_gpus:
+                return chosen
+    return None
+
+
+def _decision(instance: Instance, placed: list[tuple[int, list[int]]]) -> Decision:
+    ids = instance.cluster.gpu_ids
+    return Decision.of(Placement(instance.jobs[j].id, tuple(ids[g] for g in sorted(gpus)))
+                       for j, gpus in placed)
+
+
+def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
+           beta: int | None = None) -> Decision:
+    """Algorithm 1 of the Horus paper for one scheduling round."""
+    p = parse_horus_params(instance.params)
+    k = queues or p.queues
+    beta = beta or p.beta or len(instance.jobs)
+    jobs = instance.jobs
+    if not jobs:
+        return Decision()
+    labels = kmeans_l1(normalize_columns(job_features(jobs)), k, seed)
+    waits = np.array([max(0.0, instance.time - j.submit_time) for j in jobs])
+    queue_lists = [np.flatnonzero(labels == q).tolist() for q in range(labels.max() + 1)]
+    picked = weighted_fair_pick(queue_lists, waits, beta)
+    picked.sort(key=lambda j: (-waits[j], j))
+
+    cluster = instance.cluster
+    state = ClusterState.of(instance)
+    per_node = int(cluster.node_gpu_count.max())
+    placed = []
+    for j in picked:
+        job = jobs[j]
+        fits = state.gpu_fits(job)
+        room = state.node_room(job)
+        node_ok = np.zeros(cluster.num_nodes, dtype=bool)
+        node_ok[cluster.gpu_node[fits]] = True
+        node_ok &= room >= 1
+        if node_ok.sum() < math.ceil(job.num_gpus / per_node):
+            continue
+        candidates = np.flatnonzero(fits & node_ok[cluster.gpu_node])
+        row = share_costs(p, cluster.gpu_type, cluster.gpu_mem_gb, state.util,
+                          cluster.gpu_mem_gb - state.free_mem, np.array([job.gpu_util]),
+                          np.array([job.gpu_mem_gb]))[0]
+        chosen = _cheapest_gpus(state, job, row, candidates)
+        if chosen is not None:
+            state.place(job, chosen)
+            placed.append((j, chosen))
+    return _decision(instance, placed)
+
+
+def fifo(instance: Instance, *, backfill: bool = False) -> Decision:
+    """Exclusive GPUs, jobs in queue order, first idle GPUs in cluster order."""
+    state = ClusterState.of(instance)
+    placed = []
+    for j, job in enumerate(instance.jobs):
+        candidates = np.flatnonzero(state.gpu_fits(job) & ~state.busy)
+        chosen = _cheapest_gpus(state, job, np.zeros(len(state.busy)), candidates)
+        if chosen is None:
+            if backfill:
+                continue
+            break
+        state.place(job, chosen)
+        placed.append((j, chosen))
+    return _decision(instance, placed)
+
+
+def obp(instance: Instance) -> Decision:
+    """Opportunistic bin packing: any GPU with enough free memory, least loaded first."""
+    state = ClusterState.of(instance)
+    placed = []
+    for j, job in enumerate(instance.jobs):
+        candidates = np.flatnonzero(state.gpu_fits(job))
+        chosen = _cheapest_gpus(state, job, -state.free_mem, candidates)
+        if chosen is not None:
+            state.place(job, chosen)
+            placed.append((j, chosen))
+    return _decision(instance, placed)
+
+
+def _method(fn, allowed: tuple[str, ...]):
+    def run(instance: Instance, *, backend=None, time_limit=None, seed: int = 0, **options):
+        unknown = sorted(set(options) - set(allowed))
+        if unknown:
+            raise InputError(f"unknown options {unknown}", field="options",
+                             fix=f"this method takes {', '.join(allowed) or 'no options'}")
+        kwargs = dict(options)
+        if "seed" in allowed:
+            kwargs["seed"] = seed
+        return MethodOutput(fn(instance, **kwargs), Status.FEASIBLE)
+
+    return run
+
+
+for _name, _fn, _kind, _allowed, _summary in (
+    ("greedy", greedy, "heuristic", ("seed", "queues", "beta"),
+     "Alg. 1: k-means queues, weighted-fair picking, top-λ cheapest GPUs"),
+    ("fifo", fifo, "baseline", ("backfill",), "exclusive idle GPUs in queue order"),
+    ("obp", obp, "baseline", (), "opportunistic bin packing by free GPU memory"),
+):
+    register_method(MethodSpec("horus", _name, _kind, _method(_fn, _allowed), summary=_summary))

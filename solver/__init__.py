@@ -1,0 +1,23 @@
+"""dlsched core: data model, instance files, validator, evaluator and ``solve``."""
+
+from .decision import Decision as Decision
+from .decision import Placement as Placement
+from .decision import TaskPlacement as TaskPlacement
+from .decision import load_solution as load_solution
+from .decision import save_solution as save_solution
+from .errors import InputError as InputError
+from .instance import Instance as Instance
+from .instance import load_instance as load_instance
+from .instance import save_instance as save_instance
+from .jobs import Container as Container
+from .jobs import Job as Job
+from .jobs import RunningJob as RunningJob
+from .result import Result as Result
+from .result import Status as Status
+from .solve import solve as solve
+from .topology import Cluster as Cluster
+from .topology import homogeneous_cluster as homogeneous_cluster
+from .validate import evaluate as evaluate
+from .validate import validate as validate
+
+__version__ = "0.1.0"

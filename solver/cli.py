@@ -1,0 +1,240 @@
+"""The ``dlsched`` command line.
+
+Exit codes: 0 success; 1 the solution is infeasible or no solution was found; 2 bad
+input (one line naming the file, the field and the fix; no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .decision import load_solution, save_solution
+from .errors import InputError
+from .instance import load_instance, save_instance
+from .problems import get_problem
+from .registry import generators, get_method, methods_for
+from .result import Result
+from .solve import solve
+from .validate import validate
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+COMMAND_MODULES: tuple[str, ...] = ()
+"""Modules that add more subcommands: each has ``add_commands(subparsers)``; a command's
+``func(args) -> int`` is set with ``parser.set_defaults(func=...)``."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits with code 2 and one line on a usage error (its default too)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
+def _option_pairs(pairs: Sequence[str]) -> dict[str, object]:
+    """``key=value`` strings → dict; values parsed as JSON when they parse."""
+    out: dict[str, object] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise InputError(f"option {pair!r} is not key=value", field="--option",
+                             fix="write --option name=value")
+        key, value = pair.split("=", 1)
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def _cmd_generate(args: argparse.Namespace) -> int:
+    spec = generators()[args.problem]
+    kwargs = {k: v for k, v in vars(args).items()
+              if k not in ("command", "problem", "output", "func")}
+    try:
+        instance = spec.build(**kwargs)
+    except ValueError as exc:
+        raise InputError(str(exc), field="arguments", fix="see --help") from None
+    sha = save_instance(instance, args.output)
+    print(f"wrote {args.output}: {instance.problem}, {len(instance.jobs)} jobs, "
+          f"{instance.cluster.num_nodes} servers, {instance.cluster.num_gpus} GPUs, "
+          f"sha256 {sha}")
+    return EXIT_OK
+
+
+def _format_result(result: Result) -> str:
+    def num(v: float | None) -> str:
+        return "-" if v is None else f"{v:.6g}"
+
+    gap = "-" if result.gap is None else f"{100 * result.gap:.4f}%"
+    lines = [
+        f"method     {result.method}" + (f" ({result.backend})" if result.backend else ""),
+        f"status     {result.status.value}",
+        f"objective  {num(result.objective)}",
+        f"bound      {num(result.bound)}",
+        f"gap        {gap}",
+        f"wall time  {result.wall_time:.3f} s",
+    ]
+    if result.model_size:
+        s = result.model_size
+        lines.append(f"model      {s.variables} variables ({s.integer_variables} integer), "
+                     f"{s.constraints} constraints")
+    if result.message:
+        lines.append(f"note       {result.message}")
+    return "\n".join(lines)
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    instance = load_instance(args.instance)
+    result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit,
+                   seed=args.seed, **_option_pairs(args.option))
+    print(_format_result(result))
+    if result.status.value == "invalid_input":
+        print(f"error: {args.instance}: {result.message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if result.decision is None:
+        return EXIT_FAILED
+    if args.output:
+        save_solution(instance, result.decision, args.output, method=result.method,
+                      backend=result.backend, status=result.status.value,
+                      objective=result.objective, bound=result.bound)
+        print(f"wrote {args.output}")
+    return EXIT_OK
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    instance = load_instance(args.instance)
+    decision = load_solution(args.solution, instance)
+    report = validate(instance, decision)
+    print(report)
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    instance = load_instance(args.instance)
+    decision = load_solution(args.solution, instance)
+    report = validate(instance, decision)
+    if not report.ok:
+        print(report)
+        return EXIT_FAILED
+    problem = get_problem(instance.problem)
+    print(f"{problem.evaluate(instance, decision):.10g}")
+    return EXIT_OK
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    instance = load_instance(args.instance)
+    spec = get_method(instance.problem, args.method)
+    if spec.export is None:
+        raise InputError(f"method {args.method!r} has no model to export", field="--method",
+                         fix="export an exact method")
+    spec.export(instance, Path(args.output), args.format)
+    print(f"wrote {args.output}")
+    return EXIT_OK
+
+
+def _cmd_methods(args: argparse.Namespace) -> int:
+    from .problems import problem_names
+
+    for problem in problem_names():
+        for name, spec in methods_for(problem).items():
+            backends = f" [{', '.join(spec.backends)}]" if spec.backends else ""
+            print(f"{problem:8s} {name:14s} {spec.kind:9s}{backends} {spec.summary}")
+    return EXIT_OK
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    """Generate a Horus snapshot, solve it exactly and greedily, print both and the gap."""
+    instance = generators()["horus"].build(seed=args.seed, nodes=args.nodes, beta=15,
+                                          busy=args.busy)
+    print(f"instance {instance.name}: {instance.cluster.num_gpus} GPUs "
+          f"({int(instance.gpu_busy.sum())} busy), {len(instance.jobs)} pending jobs\n")
+    exact = solve(instance, "exact", backend=args.backend, time_limit=args.time_limit)
+    greedy = solve(instance, "greedy", seed=args.seed)
+    for result in (exact, greedy):
+        print(_format_result(result), end="\n\n")
+    if exact.status.value == "optimal" and greedy.objective is not None:
+        gap = (greedy.objective - exact.objective) / abs(exact.objective)
+        print(f"greedy is {100 * gap:.3f}% above the proven optimum")
+    else:
+        print(f"no proven optimum (exact status: {exact.status.value}); no gap reported")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="dlsched", description="Schedule deep-learning jobs on GPU "
+                     "clusters: exact models, heuristics, and the gap between them.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    gen = sub.add_parser("generate", help="write a seeded instance file")
+    gen_sub = gen.add_subparsers(dest="problem", required=True, parser_class=_Parser)
+    for name, spec in generators().items():
+        p = gen_sub.add_parser(name, help=spec.summary, description=spec.summary)
+        spec.add_arguments(p)
+        p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+        p.add_argument("-o", "--output", required=True, help="instance file to write")
+        p.set_defaults(func=_cmd_generate)
+
+    sol = sub.add_parser("solve", help="solve an instance with a method")
+    sol.add_argument("instance", help="instance file (JSON)")
+    sol.add_argument("--method", default="exact", help="see `dlsched methods` (exact)")
+    sol.add_argument("--backend", choices=["cbc", "highs", "cpsat"],
+                     help="solver for exact methods (default: the method's own)")
+    sol.add_argument("--time-limit", type=float, default=60.0, help="seconds (60)")
+    sol.add_argument("--seed", type=int, default=0, help="seed (0)")
+    sol.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                     help="method-specific option (repeatable)")
+    sol.add_argument("-o", "--output", help="solution file to write")
+    sol.set_defaults(func=_cmd_solve)
+
+    for name, func, text in (("validate", _cmd_validate, "check a solution independently"),
+                             ("evaluate", _cmd_evaluate, "print a solution's objective")):
+        p = sub.add_parser(name, help=text, description=text)
+        p.add_argument("instance", help="instance file")
+        p.add_argument("solution", help="solution file")
+        p.set_defaults(func=func)
+
+    exp = sub.add_parser("export", help="write the exact model as MPS or LP")
+    exp.add_argument("instance", help="instance file")
+    exp.add_argument("--format", choices=["mps", "lp"], default="mps")
+    exp.add_argument("--method", default="exact", help="exact method to export (exact)")
+    exp.add_argument("-o", "--output", required=True, help="file to write")
+    exp.set_defaults(func=_cmd_export)
+
+    demo = sub.add_parser("demo", help="Horus: exact vs greedy on one generated snapshot")
+    demo.add_argument("--nodes", type=int, default=32, help="servers of 8 GPUs (32)")
+    demo.add_argument("--busy", type=float, default=0.95, help="busy GPU share (0.95)")
+    demo.add_argument("--backend", choices=["cbc", "highs", "cpsat"], default="cbc")
+    demo.add_argument("--time-limit", type=float, default=60.0)
+    demo.add_argument("--seed", type=int, default=1)
+    demo.set_defaults(func=_cmd_demo)
+
+    met = sub.add_parser("methods", help="list problems, methods and backends")
+    met.set_defaults(func=_cmd_methods)
+
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).add_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dlsched`` console command."""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        return int(args.func(args))
+    except InputError as exc:
+        print(f"error: {exc.one_line()}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

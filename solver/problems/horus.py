@@ -1,0 +1,353 @@
+"""Horus: interference-aware co-location of pending jobs on GPUs (Yeung et al., TPDS 2021).
+
+Cost of job j on GPU g (Eqs. 7-10), with utilizations in percent and f on fractions:
+
+    Cost[j,g] = w_mem * (UR_mem[g] + GMem[j]) / CP_mem[g]
+              + w_util * f_type(g)((UR_util[g] + GUtil[j]) / 100)
+
+f is linear up to 100 % cumulative utilization and quadratic above (the paper's footnotes
+give the quadratics for GTX 1080 and RTX 2080). Our reading of the linear part: the line
+through the origin and the quadratic's value at 100 %, which keeps f continuous, increasing
+and convex (``InterferenceFunction.check_convex``).
+
+Objective ("paper" cost model): sum of Cost over placed (job, GPU) pairs plus
+``unplaced_penalty`` per GPU request of every job left waiting (a batch need not fit
+whole). The default penalty exceeds the largest possible total placement cost, so every
+method's objective ranks first by GPU requests placed, then by cost.
+
+"colocation" cost model (beyond the paper): the paper's cost is measured against the state
+before the round, so two pending jobs can land on one idle GPU at no modeled interference.
+This variant charges ``w_util * [f(U_g) - f(UR_g)]`` on each GPU's final cumulative
+utilization U_g instead of the per-job increments, plus ``w_util * f(UR_g)`` per job put
+on a busy GPU:
+
+    cost = sum_{j,g} x[j,g] (w_mem * mem[j,g] + w_util * f(UR_g))
+           + w_util * sum_g [f(U_g) - f(UR_g)]
+
+It equals the paper's cost whenever no GPU receives two jobs in the round, and is larger
+otherwise (f is convex with f(0) = 0, hence superadditive).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..decision import Decision
+from ..errors import InputError
+from ..instance import Instance
+from . import register_problem
+from .base import Problem
+
+COST_MODELS = ("paper", "colocation")
+
+
+@dataclass(frozen=True)
+class InterferenceFunction:
+    """Slowdown f(x) on a GPU whose cumulative utilization is x (1.0 = 100 %).
+
+    ``quadratic`` = (a2, a1, a0) applies above 100 %; ``linear`` = (slope, intercept)
+    applies up to 100 %. ``linear=None`` means the line through the origin and the
+    quadratic's value at 1.0.
+    """
+
+    quadratic: tuple[float, float, float]
+    linear: tuple[float, float] | None = None
+
+    @property
+    def line(self) -> tuple[float, float]:
+        if self.linear is not None:
+            return self.linear
+        a2, a1, a0 = self.quadratic
+        return (a2 + a1 + a0, 0.0)
+
+    def __call__(self, x: np.ndarray | float) -> np.ndarray | float:
+        a2, a1, a0 = self.quadratic
+        slope, intercept = self.line
+        x = np.asarray(x, dtype=float)
+        out = np.where(x > 1.0, (a2 * x + a1) * x + a0, slope * x + intercept)
+        return float(out) if out.ndim == 0 else out
+
+    def check_convex(self) -> str | None:
+        """None when f is continuous-enough, non-negative, increasing and convex on [0, inf)."""
+        a2, a1, a0 = self.quadratic
+        slope, intercept = self.line
+        left, right = slope + intercept, a2 + a1 + a0
+        if a2 < 0:
+            return "the quadratic part must open upwards (a2 >= 0)"
+        if slope < 0 or intercept < 0:
+            return "the linear part must be non-negative and non-decreasing"
+        if right < left - 1e-9:
+            return "f must not drop at 100 % (quadratic(1) >= linear(1))"
+        if 2 * a2 + a1 < slope - 1e-9:
+            return "f must be convex: the quadratic's slope at 100 % must be >= the linear slope"
+        return None
+
+
+# Footnotes 3 and 4 of the Horus paper (fits of JCT slowdown above 100 % utilization).
+BUILTIN_INTERFERENCE: dict[str, InterferenceFunction] = {
+    "gtx1080": InterferenceFunction((1.32198, -0.00728, 6e-5)),
+    "rtx2080": InterferenceFunction((1.16664, -0.00302, 4e-5)),
+}
+
+
+@dataclass(frozen=True)
+class HorusParams:
+    """Parameters of a Horus instance (see docs/formats.md for the file keys)."""
+
+    w_mem: float = 1.0
+    w_util: float = 1.0
+    cost_model: str = "paper"
+    unplaced_penalty: float | None = None
+    beta: int | None = None
+    queues: int = 3
+    interference: Mapping[str, InterferenceFunction] = field(
+        default_factory=lambda: dict(BUILTIN_INTERFERENCE)
+    )
+
+
+def parse_horus_params(params: Mapping[str, Any]) -> HorusParams:
+    """Validate the ``params`` object of a Horus instance."""
+    known = {"w_mem", "w_util", "cost_model", "unplaced_penalty", "beta", "queues", "interference"}
+    for key in params:
+        if key not in known:
+            raise InputError(
+                f"unknown parameter {key!r}",
+                field=f"params.{key}",
+                fix=f"use only {', '.join(sorted(known))}",
+            )
+    for key in ("w_mem", "w_util"):
+        value = params.get(key, 1.0)
+        if not isinstance(value, int | float) or value < 0:
+            raise InputError(
+                f"{key} = {value!r}", field=f"params.{key}", fix="weights are numbers >= 0"
+            )
+    cost_model = params.get("cost_model", "paper")
+    if cost_model not in COST_MODELS:
+        raise InputError(
+            f"cost_model = {cost_model!r}",
+            field="params.cost_model",
+            fix=f"use one of {COST_MODELS}",
+        )
+    penalty = params.get("unplaced_penalty")
+    if penalty is not None and (not isinstance(penalty, int | float) or penalty <= 0):
+        raise InputError(
+            f"unplaced_penalty = {penalty!r}",
+            field="params.unplaced_penalty",
+            fix="a number > 0, or null for the default",
+        )
+    beta = params.get("beta")
+    if beta is not None and (not isinstance(beta, int) or beta < 1):
+        raise InputError(f"beta = {beta!r}", field="params.beta", fix="an integer >= 1 or null")
+    queues = params.get("queues", 3)
+    if not isinstance(queues, int) or queues < 1:
+        raise InputError(f"queues = {queues!r}", field="params.queues", fix="an integer >= 1")
+    functions = dict(BUILTIN_INTERFERENCE)
+    for gpu_type, spec in params.get("interference", {}).items():
+        where = f"params.interference.{gpu_type}"
+        try:
+            quad = tuple(float(v) for v in spec["quadratic"])
+            lin = spec.get("linear")
+            lin = None if lin is None else tuple(float(v) for v in lin)
+            if len(quad) != 3 or (lin is not None and len(lin) != 2):
+                raise ValueError
+        except (KeyError, TypeError, ValueError):
+            raise InputError(
+                "malformed interference function",
+                field=where,
+                fix='write {"quadratic": [a2, a1, a0], "linear": [slope, intercept] or null}',
+            ) from None
+        fn = InterferenceFunction(quad, lin)  # type: ignore[arg-type]
+        problem = fn.check_convex()
+        if problem:
+            raise InputError(problem, field=where, fix="fit f as a convex function")
+        functions[gpu_type] = fn
+    return HorusParams(
+        w_mem=float(params.get("w_mem", 1.0)),
+        w_util=float(params.get("w_util", 1.0)),
+        cost_model=cost_model,
+        unplaced_penalty=None if penalty is None else float(penalty),
+        beta=beta,
+        queues=queues,
+        interference=functions,
+    )
+
+
+@dataclass(frozen=True)
+class HorusCosts:
+    """Everything the Horus objective needs, as arrays over (pending job, GPU)."""
+
+    params: HorusParams
+    cost: np.ndarray  # [J, G] paper cost of one share of job j on GPU g (inf: cannot)
+    base_interference: np.ndarray  # [G] w_util * f(UR_util[g])
+    base_util: np.ndarray  # [G] UR_util in percent
+    job_util: np.ndarray  # [J] GUtil in percent
+    job_gpus: np.ndarray  # [J] requested GPUs
+    functions: tuple[InterferenceFunction, ...]  # [G]
+    penalty: float
+
+    def f(self, g: int, util_pct: float) -> float:
+        return float(self.functions[g](util_pct / 100.0))
+
+
+def horus_costs(instance: Instance) -> HorusCosts:
+    """Cost matrix and penalty of a Horus instance (shared by models, heuristics, evaluator)."""
+    p = parse_horus_params(instance.params)
+    c = instance.cluster
+    util, mem = instance.gpu_usage
+    cap = c.gpu_mem_gb
+    job_mem = np.array([j.gpu_mem_gb for j in instance.jobs], dtype=float)
+    job_util = np.array([j.gpu_util for j in instance.jobs], dtype=float)
+    job_gpus = np.array([j.num_gpus for j in instance.jobs], dtype=np.int64)
+    functions = tuple(p.interference[t] for t in c.gpu_type)
+    cost = share_costs(p, c.gpu_type, cap, util, mem, job_util, job_mem)
+    base = p.w_util * np.array([fn(u / 100.0) for fn, u in zip(functions, util, strict=True)])
+    penalty = (
+        p.unplaced_penalty
+        if p.unplaced_penalty is not None
+        else _default_penalty(p, instance, functions, job_mem, job_util, job_gpus)
+    )
+    return HorusCosts(p, cost, base, util, job_util, job_gpus, functions, penalty)
+
+
+def share_costs(
+    p: HorusParams,
+    gpu_type: tuple[str, ...],
+    cap: np.ndarray,
+    util: np.ndarray,
+    mem: np.ndarray,
+    job_util: np.ndarray,
+    job_mem: np.ndarray,
+) -> np.ndarray:
+    """Eq. 7 for one GPU share of each job on each GPU, given the GPUs' current use.
+
+    Returns a [jobs, GPUs] matrix; ``inf`` where a GPU has no memory and the job needs some.
+    """
+    need = mem[None, :] + job_mem[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mem_ratio = np.where(
+            cap[None, :] > 0,
+            need / np.where(cap > 0, cap, 1.0)[None, :],
+            np.where(need > 0, np.inf, 0.0),
+        )
+    cum = (util[None, :] + job_util[:, None]) / 100.0
+    interference = np.empty_like(cum)
+    types = np.asarray(gpu_type)
+    for name in set(gpu_type):
+        cols = types == name
+        interference[:, cols] = p.interference[name](cum[:, cols])
+    return p.w_mem * mem_ratio + p.w_util * interference
+
+
+def _default_penalty(p, instance, functions, job_mem, job_util, job_gpus) -> float:
+    """1 + (total GPU requests) × (largest cost one GPU share can have), rounded up.
+
+    A GPU share costs at most w_mem * m_max + 2 * w_util * f(u_cap) in either cost model
+    (u_cap: every pending job on the busiest GPU), so leaving one GPU request unplaced
+    always costs more than any placement can.
+    """
+    if len(instance.jobs) == 0:
+        return 1.0
+    util, mem = instance.gpu_usage
+    cap = instance.cluster.gpu_mem_gb
+    pos = cap > 0
+    m_max = float(np.max((mem[pos] + job_mem.max()) / cap[pos])) if pos.any() else 0.0
+    u_cap = (float(util.max()) + float(job_util.sum())) / 100.0
+    f_max = max(float(fn(u_cap)) for fn in set(functions))
+    per_share = p.w_mem * m_max + 2.0 * p.w_util * f_max
+    return float(math.ceil(1.0 + int(job_gpus.sum()) * per_share))
+
+
+@dataclass(frozen=True)
+class HorusBreakdown:
+    """The parts of a Horus objective."""
+
+    placement_cost: float
+    unplaced_gpus: int
+    penalty: float
+
+    @property
+    def total(self) -> float:
+        return self.placement_cost + self.penalty * self.unplaced_gpus
+
+
+def horus_breakdown(instance: Instance, decision: Decision) -> HorusBreakdown:
+    """Placement cost, unplaced GPU requests and penalty of a decision."""
+    costs = horus_costs(instance)
+    cluster = instance.cluster
+    total = 0.0
+    added_util = np.zeros(cluster.num_gpus)
+    touched = np.zeros(cluster.num_gpus, dtype=bool)
+    placed = set()
+    for pl in decision.placements:
+        j = instance.job_index[pl.job]
+        placed.add(pl.job)
+        for gid in pl.gpus:
+            g = cluster.gpu_index[gid]
+            if costs.params.cost_model == "paper":
+                total += costs.cost[j, g]
+            else:
+                mem_part = costs.cost[j, g] - costs.params.w_util * costs.f(
+                    g, costs.base_util[g] + costs.job_util[j]
+                )
+                total += mem_part + costs.base_interference[g]
+                added_util[g] += costs.job_util[j]
+                touched[g] = True
+    if costs.params.cost_model == "colocation":
+        for g in np.flatnonzero(touched):
+            final = costs.f(g, costs.base_util[g] + added_util[g])
+            total += costs.params.w_util * final - costs.base_interference[g]
+    unplaced = sum(j.num_gpus for j in instance.jobs if j.id not in placed)
+    return HorusBreakdown(float(total), int(unplaced), costs.penalty)
+
+
+def estimate_gpu_memory_gb(
+    batch: int,
+    activations: float,
+    parameters: float,
+    gradients: float,
+    overhead_gb: float = 0.0,
+    bytes_per_value: int = 4,
+) -> float:
+    """GPU memory of a training job by Eq. 2: (B·A + P) + B·G values, plus overhead δ.
+
+    Counts of values (activations per sample, parameters, gradients per sample) times
+    ``bytes_per_value`` (4 for fp32), in GB (10^9 bytes), plus ``overhead_gb``.
+    """
+    if min(batch, activations, parameters, gradients, overhead_gb) < 0:
+        raise ValueError("memory estimate inputs must be >= 0")
+    values = (batch * activations + parameters) + batch * gradients
+    return values * bytes_per_value / 1e9 + overhead_gb
+
+
+class HorusProblem(Problem):
+    name = "horus"
+    sense = "min"
+    job_fields = ("num_gpus", "gpu_util", "gpu_mem_gb")
+    exclusive_gpus = False
+    objective_name = "interference and memory cost + penalty per unplaced GPU request"
+
+    def parse_params(self, params: Mapping[str, Any]) -> HorusParams:
+        return parse_horus_params(params)
+
+    def check_instance(self, instance: Instance) -> None:
+        super().check_instance(instance)
+        p = self.parse_params(instance.params)
+        missing = sorted(set(instance.cluster.gpu_type) - set(p.interference))
+        if missing:
+            raise InputError(
+                f"no interference function for GPU type {missing[0]!r}",
+                field=f"params.interference.{missing[0]}",
+                fix=f'add {{"quadratic": [a2, a1, a0]}} for it (built in: '
+                f"{', '.join(sorted(BUILTIN_INTERFERENCE))})",
+            )
+
+    def evaluate(self, instance: Instance, decision: Decision) -> float:
+        return horus_breakdown(instance, decision).total
+
+
+HORUS = register_problem(HorusProblem())

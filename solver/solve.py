@@ -1,0 +1,167 @@
+"""The one entry point: ``solve(instance, method=..., backend=..., time_limit=..., seed=...)``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .decision import Decision
+from .errors import InputError
+from .instance import Instance, load_instance
+from .problems import get_problem
+from .registry import get_method
+from .result import ModelSize, Result, Status, relative_gap
+from .validate import validate
+
+OPTIMALITY_GAP = 1e-6
+OPTIMALITY_ABS = 1e-4
+"""A result is called optimal only when the method proved it and our gap is at most
+OPTIMALITY_GAP (relative) or OPTIMALITY_ABS (absolute, which absorbs CP-SAT's rounding of
+scaled coefficients)."""
+
+
+@dataclass
+class MethodOutput:
+    """What a registered method hands back to :func:`solve`.
+
+    ``status`` is the method's own claim (OPTIMAL only with a proof); ``bound`` is in the
+    evaluator's units, already corrected for any coefficient scaling the backend used.
+    """
+
+    decision: Decision | None
+    status: Status
+    bound: float | None = None
+    model_size: ModelSize | None = None
+    build_time: float | None = None
+    log: str = ""
+    message: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class MethodError(RuntimeError):
+    """A method returned a decision the independent validator rejects (a bug, never hidden)."""
+
+
+def solve(
+    instance: Instance | str | Path,
+    method: str = "exact",
+    *,
+    backend: str | None = None,
+    time_limit: float | None = 60.0,
+    seed: int = 0,
+    **options: Any,
+) -> Result:
+    """Solve ``instance`` with a registered method and check the answer independently.
+
+    Parameters
+    ----------
+    instance
+        An :class:`Instance` or the path of an instance file.
+    method
+        A method registered for the instance's problem (``dlsched methods`` lists them).
+    backend
+        For exact methods: ``cbc``, ``highs`` or ``cpsat`` (default: the method's own).
+    time_limit
+        Wall-clock seconds for the solver (``None``: no limit).
+    seed
+        Seed for randomized methods and solvers.
+    options
+        Method-specific options, passed through.
+
+    Returns
+    -------
+    Result
+        Decision, objective (from the problem's evaluator), bound, gap, status, times.
+
+    Raises
+    ------
+    InputError
+        Unknown method or backend, or an unreadable instance file.
+    MethodError
+        The method returned a decision that fails validation.
+    """
+    if not isinstance(instance, Instance):
+        instance = load_instance(instance)
+    spec = get_method(instance.problem, method)
+    if spec.backends:
+        backend = backend or spec.default_backend
+        if backend not in spec.backends:
+            raise InputError(
+                f"method {method!r} has no backend {backend!r}",
+                field="backend",
+                fix=f"use one of: {', '.join(spec.backends)}",
+            )
+    elif backend is not None:
+        raise InputError(
+            f"method {method!r} uses no solver backend",
+            field="backend",
+            fix="leave the backend out for heuristics",
+        )
+    if time_limit is not None and time_limit <= 0:
+        raise InputError(f"time_limit = {time_limit}", field="time_limit", fix="use seconds > 0")
+
+    start = time.perf_counter()
+    try:
+        out: MethodOutput = spec.run(
+            instance, backend=backend, time_limit=time_limit, seed=seed, **options
+        )
+    except InputError as exc:
+        return Result(
+            Status.INVALID_INPUT,
+            None,
+            None,
+            None,
+            None,
+            time.perf_counter() - start,
+            method,
+            backend,
+            message=exc.one_line(),
+        )
+    wall = time.perf_counter() - start
+    return _finish(instance, out, method, backend, wall)
+
+
+def _finish(
+    instance: Instance, out: MethodOutput, method: str, backend: str | None, wall: float
+) -> Result:
+    objective = gap = None
+    status = out.status
+    message = out.message
+    if out.decision is not None:
+        report = validate(instance, out.decision)
+        if not report.ok:
+            raise MethodError(
+                f"method {method!r} (backend {backend}) returned an infeasible "
+                f"decision for {instance.name or instance.sha256[:12]}: {report}"
+            )
+        objective = get_problem(instance.problem).evaluate(instance, out.decision)
+        gap = relative_gap(objective, out.bound)
+        proven = gap is not None and (
+            gap <= OPTIMALITY_GAP or abs(objective - out.bound) <= OPTIMALITY_ABS
+        )
+        if status is Status.OPTIMAL and not proven:
+            status = Status.FEASIBLE
+            message = (message + " " if message else "") + (
+                f"solver reported optimal but the gap is {gap}; reported as feasible"
+            )
+        if status not in (Status.OPTIMAL, Status.FEASIBLE):
+            status = Status.FEASIBLE
+    elif status.has_solution:
+        raise MethodError(f"method {method!r} claims {status.value} without a decision")
+    return Result(
+        status,
+        out.decision,
+        objective,
+        out.bound,
+        gap,
+        wall,
+        method,
+        backend,
+        out.model_size,
+        out.build_time,
+        message,
+        out.log,
+        out.extra,
+    )

@@ -1,0 +1,106 @@
+"""Free capacity of a snapshot, updated as a method places jobs one by one.
+
+Heuristics use it to stay feasible; the validator computes loads on its own from the
+decision (see ``solver.validate``) and trusts none of this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .instance import Instance
+from .jobs import Container, Job
+
+EPS = 1e-9
+
+
+@dataclass
+class ClusterState:
+    """Mutable free resources: per-GPU memory and utilization, per-server CPU and RAM."""
+
+    instance: Instance
+    free_mem: np.ndarray
+    util: np.ndarray
+    free_cpu: np.ndarray
+    free_ram: np.ndarray
+    busy: np.ndarray  # GPU holds a running or newly placed job
+    placed_on_gpu: np.ndarray  # jobs placed on each GPU in this decision
+
+    @classmethod
+    def of(cls, instance: Instance) -> ClusterState:
+        util, mem = instance.gpu_usage
+        cpu, ram = instance.node_usage
+        c = instance.cluster
+        return cls(
+            instance=instance,
+            free_mem=c.gpu_mem_gb - mem,
+            util=util.copy(),
+            free_cpu=c.node_cpu - cpu,
+            free_ram=c.node_ram_gb - ram,
+            busy=instance.gpu_busy.copy(),
+            placed_on_gpu=np.zeros(c.num_gpus, dtype=np.int64),
+        )
+
+    # ------------------------------------------------------------ plain jobs
+    def gpu_fits(self, job: Job) -> np.ndarray:
+        """GPUs whose free memory takes one share of ``job`` (boolean mask)."""
+        return self.free_mem >= (job.gpu_mem_gb or 0.0) - EPS
+
+    def node_room(self, job: Job) -> np.ndarray:
+        """How many of ``job``'s GPUs each server's free CPU and RAM can take."""
+        room = np.full(self.instance.cluster.num_nodes, np.iinfo(np.int64).max, dtype=np.int64)
+        for free, need in ((self.free_cpu, job.cpu_per_gpu), (self.free_ram, job.ram_gb_per_gpu)):
+            if need > 0:
+                room = np.minimum(room, np.floor((free + EPS) / need).astype(np.int64))
+        return room
+
+    def can_place(self, job: Job, gpus: Sequence[int], *, exclusive: bool = False) -> bool:
+        """Whether ``job`` fits on GPU indices ``gpus`` now."""
+        gpus = np.asarray(gpus, dtype=np.int64)
+        if len(set(gpus.tolist())) != len(gpus):
+            return False
+        if exclusive and self.busy[gpus].any():
+            return False
+        if not self.gpu_fits(job)[gpus].all():
+            return False
+        nodes, counts = np.unique(self.instance.cluster.gpu_node[gpus], return_counts=True)
+        return bool((self.node_room(job)[nodes] >= counts).all())
+
+    def place(self, job: Job, gpus: Sequence[int]) -> None:
+        """Record ``job`` on GPU indices ``gpus`` (the caller checked ``can_place``)."""
+        gpus = np.asarray(gpus, dtype=np.int64)
+        node_of = self.instance.cluster.gpu_node
+        self.free_mem[gpus] -= job.gpu_mem_gb or 0.0
+        self.util[gpus] += job.gpu_util or 0.0
+        self.busy[gpus] = True
+        self.placed_on_gpu[gpus] += 1
+        np.subtract.at(self.free_cpu, node_of[gpus], job.cpu_per_gpu)
+        np.subtract.at(self.free_ram, node_of[gpus], job.ram_gb_per_gpu)
+
+    # ------------------------------------------------------------ containers
+    def container_fits(
+        self, container: Container, node: int, *, exclusive: bool = True
+    ) -> np.ndarray | None:
+        """GPU indices on ``node`` for ``container``, or None when it does not fit there."""
+        if (
+            self.free_cpu[node] < container.cpu - EPS
+            or self.free_ram[node] < container.ram_gb - EPS
+        ):
+            return None
+        gpus = self.instance.cluster.gpus_of_node[node]
+        ok = self.free_mem[gpus] >= container.gpu_mem_gb - EPS
+        if exclusive:
+            ok &= ~self.busy[gpus]
+        chosen = gpus[ok][: container.gpus]
+        return chosen if len(chosen) == container.gpus else None
+
+    def place_container(self, container: Container, node: int, gpus: Sequence[int]) -> None:
+        gpus = np.asarray(gpus, dtype=np.int64)
+        self.free_cpu[node] -= container.cpu
+        self.free_ram[node] -= container.ram_gb
+        self.free_mem[gpus] -= container.gpu_mem_gb
+        self.busy[gpus] = True
+        self.placed_on_gpu[gpus] += 1

@@ -1,0 +1,59 @@
+"""The Horus generator: same arguments, same bytes; the paper's job classes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from instances.horus_gen import generate_horus
+from solver import load_instance, save_instance
+
+SCRIPT = ("import sys; from instances.horus_gen import generate_horus; "
+          "from solver import save_instance; "
+          "save_instance(generate_horus(seed=11, nodes=8, gpus_per_node=4, beta=9), sys.argv[1])")
+
+
+def test_same_arguments_same_bytes_across_processes(tmp_path):
+    """Two interpreters with different hash seeds write identical files."""
+    paths = []
+    for hash_seed in ("0", "12345"):
+        path = tmp_path / f"h{hash_seed}.json"
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        subprocess.run([sys.executable, "-c", SCRIPT, str(path)], check=True, env=env)
+        paths.append(path)
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    save_instance(generate_horus(seed=11, nodes=8, gpus_per_node=4, beta=9), tmp_path / "x.json")
+    assert (tmp_path / "x.json").read_bytes() == paths[0].read_bytes()
+
+
+def test_different_seeds_differ():
+    a = generate_horus(seed=1, nodes=4, gpus_per_node=2, beta=5)
+    b = generate_horus(seed=2, nodes=4, gpus_per_node=2, beta=5)
+    assert a.sha256 != b.sha256
+
+
+def test_busy_fraction_and_pending_count():
+    inst = generate_horus(seed=3, nodes=16, gpus_per_node=8, beta=15, busy=0.5)
+    assert inst.gpu_busy.sum() == 64
+    assert len(inst.jobs) == 15
+    assert all(j.submit_time <= inst.time for j in inst.jobs)
+
+
+def test_job_classes_follow_the_paper():
+    inst = generate_horus(seed=0, nodes=4, gpus_per_node=8, beta=2000, busy=0.0)
+    dur = np.array([j.duration for j in inst.jobs])
+    util = np.array([j.gpu_util for j in inst.jobs])
+    gpus = np.array([j.num_gpus for j in inst.jobs])
+    assert 0.45 < (dur > 800).mean() < 0.55 and dur.min() >= 180 and dur.max() <= 7200
+    assert 0.45 < (util >= 60).mean() < 0.55 and util.max() <= 100
+    assert (gpus == 1).mean() > 0.5 and set(gpus) <= {1, 2, 4, 8}
+    assert all(j.gpu_mem_gb <= 8.0 for j in inst.jobs)
+
+
+def test_generated_file_loads(tmp_path):
+    inst = generate_horus(seed=9, nodes=4, gpus_per_node=4, beta=6, busy=0.9, cpu=12.0)
+    save_instance(inst, tmp_path / "g.json")
+    assert load_instance(tmp_path / "g.json").sha256 == inst.sha256
