@@ -207,8 +207,8 @@ def build_pulp(data: HorusData, cuts: CutPoints | None = None) -> PulpHorus:
     inst, costs = data.instance, data.costs
     cuts = cuts or {}
     prob = pulp.LpProblem("horus", pulp.LpMinimize)
-    x = {(j, g): pulp.LpVariable(f"x_{j}_{g}", cat=pulp.LpBinary) for j, g in data.pairs}
-    y = [pulp.LpVariable(f"y_{j}", cat=pulp.LpBinary) for j in range(len(inst.jobs))]
+    x = {(j, g): prob.add_variable(f"x_{j}_{g}", cat=pulp.LpBinary) for j, g in data.pairs}
+    y = [prob.add_variable(f"y_{j}", cat=pulp.LpBinary) for j in range(len(inst.jobs))]
     by_job, by_gpu = _group(data, x)
     # 1. demand
     for j, job in enumerate(inst.jobs):
@@ -243,7 +243,7 @@ def build_pulp(data: HorusData, cuts: CutPoints | None = None) -> PulpHorus:
         if len(items) < 2:  # one job at most: the paper's cost is exact
             terms.extend(w * _increment(costs, j, g) * v for j, v in items)
             continue
-        t[g] = pulp.LpVariable(f"t_{g}", lowBound=0)
+        t[g] = prob.add_variable(f"t_{g}", lowBound=0)
         base = costs.f(g, costs.base_util[g])
         prob += t[g] >= base + pulp.lpSum(_increment(costs, j, g) * v for j, v in items), \
             f"finc_{g}"

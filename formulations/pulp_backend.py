@@ -11,6 +11,7 @@ import os
 import re
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 
 import pulp
@@ -33,9 +34,10 @@ class PulpRun:
 
 def model_size(prob: pulp.LpProblem) -> ModelSize:
     variables = prob.variables()
-    nonzeros = sum(len(c) for c in prob.constraints.values())
+    constraints = prob.constraints()
+    nonzeros = sum(len(c) for c in constraints)
     integer = sum(1 for v in variables if v.cat == pulp.LpInteger)
-    return ModelSize(len(variables), integer, len(prob.constraints), nonzeros)
+    return ModelSize(len(variables), integer, len(constraints), nonzeros)
 
 
 def run_pulp(prob: pulp.LpProblem, backend: str, time_limit: float | None, seed: int = 0,
@@ -49,9 +51,12 @@ def run_pulp(prob: pulp.LpProblem, backend: str, time_limit: float | None, seed:
         fd, log_path = tempfile.mkstemp(suffix=".log", prefix="dlsched-cbc-")
         os.close(fd)
         try:
-            solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, gapRel=0.0, gapAbs=0.0,
-                                       threads=threads, logPath=log_path,
-                                       options=[f"randomCbcSeed {seed + 1}"])
+            with warnings.catch_warnings():
+                # PuLP 3.3 deprecates its bundled CBC for 4.0; 3.3 is pinned (Python 3.11)
+                warnings.simplefilter("ignore", DeprecationWarning)
+                solver = pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit, gapRel=0.0,
+                                           gapAbs=0.0, threads=threads, logPath=log_path,
+                                           options=[f"randomCbcSeed {seed + 1}"])
             prob.solve(solver)
             with open(log_path, encoding="utf-8", errors="replace") as fh:
                 log = fh.read()

@@ -37,10 +37,15 @@ def problem_names() -> list[str]:
     return sorted(_PROBLEMS)
 
 
+_loaded = False
+
+
 def _load_builtin() -> None:
-    """Import every problem module of this package (each registers itself)."""
-    if _PROBLEMS:
+    """Import every problem module of this package once (each registers itself)."""
+    global _loaded
+    if _loaded:
         return
+    _loaded = True
     import importlib
     import pkgutil
 

@@ -1,0 +1,297 @@
+"""GENIE heuristics: SWAF (Alg. 1, Eqs. 12-13) and the baselines of Sec. 7.1.
+
+Every method works on one snapshot and starts tasks on idle GPUs only (exclusive GPUs).
+A shape ⟨a, g⟩ goes to the a servers with the fewest idle GPUs that still hold g
+(best fit, ties by server order), lowest GPU ids first: the shape fixes the locality
+(Comm of Eq. 8 depends on it alone), and best fit keeps whole servers free for packed
+shapes later. Shapes are the allowed ones of ``solver.problems.genie`` (local batch >= 1).
+Ties in PR or CER go to fewer GPUs, then fewer servers; ties in an order to the earlier
+arrival, then the queue position.
+
+* ``swaf`` (Alg. 1): per task, s* = the highest-CER shape among those meeting Eq. 12, else
+  the highest-CER shape, over every allowed shape of the platform (line 3 of Alg. 1 does
+  not look at the load); waiting allowance w = deadline - (time + Lat(s*)) (Eq. 13);
+  tasks in increasing w; launch in that order while s* fits the idle GPUs, stop at the
+  first that does not (strict order, Sec. 5.4). Options: ``backfill=True`` skips a task
+  that does not fit and goes on; ``fit="free"`` keeps the order but, at launch, picks the
+  shape by the same rule among the shapes that fit the idle GPUs now; ``late_last=True``
+  (beyond the paper) puts the tasks whose s* misses its ECT (w < 0 or urgent) after the
+  others: the paper's order runs the latest tasks first, which at a snapshot can spend
+  the idle GPUs on tasks that can no longer meet their ECT.
+* ``fifo``: arrival order, strict. ``minmin``: earliest deadline (ECT) first.
+  ``wfair``: increasing 0.5 · arrival + 0.5 · deadline (our weights). ``capacity``: each
+  model type of ``params.coefficients`` owns an equal share of the GPUs (largest
+  remainder, ties by model name); running tasks count against their type (``extra.model``);
+  per type, arrival order, a task starts only within its type's remaining share.
+  Strict order: a task that cannot start blocks those after it (for ``capacity``, those
+  of its type). These four are model-blind (the paper: they "treat DL tasks as black
+  boxes"); our reading of "allocates the available resources": a task gets, on the
+  server with the most idle GPUs, all of them (at most its batch size, and for
+  ``capacity`` at most the share left), packed on one server; option
+  ``request=k`` asks for exactly k GPUs on one server instead.
+* ``tetris-perf`` / ``tetris-cer``: Tetris packing with GENIE's model (QoS-blind): each
+  remaining task's best shape among those that fit the idle GPUs now, by PR (Eq. 5) or
+  by CER (Eq. 11); with GPUs as the only resource, Tetris' alignment score (demand ·
+  free) is largest for the task whose best shape has the most GPUs: it goes first, the
+  idle GPUs are updated, and the loop repeats until nothing fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from solver.decision import Decision, Placement
+from solver.errors import InputError
+from solver.genie_model import Shape
+from solver.instance import Instance
+from solver.problems.genie import (
+    GenieTable,
+    ShapeOption,
+    free_gpus_by_server,
+    genie_table,
+    parse_genie_params,
+)
+from solver.registry import MethodSpec, register_method
+from solver.result import Status
+from solver.solve import MethodOutput
+
+WFAIR_ARRIVAL_WEIGHT = 0.5
+
+
+class IdleGpus:
+    """Idle GPU indices per server, consumed as tasks start."""
+
+    def __init__(self, instance: Instance) -> None:
+        self.free = free_gpus_by_server(instance)
+
+    def total(self) -> int:
+        return sum(len(f) for f in self.free)
+
+    def most(self) -> int:
+        return max((len(f) for f in self.free), default=0)
+
+    def fits(self, shape: Shape) -> bool:
+        return sum(len(f) >= shape.gpus_per_node for f in self.free) >= shape.nodes
+
+    def take(self, shape: Shape) -> list[int]:
+        """Best-fit servers for ``shape`` (the caller checked ``fits``); their GPU indices."""
+        g = shape.gpus_per_node
+        eligible = sorted((len(f), n) for n, f in enumerate(self.free) if len(f) >= g)
+        out = []
+        for _, n in eligible[: shape.nodes]:
+            out.extend(self.free[n][:g])
+            del self.free[n][:g]
+        return out
+
+    def take_on_most_idle(self, gpus: int) -> list[int]:
+        """``gpus`` GPUs on the server with the most idle GPUs (ties: first server)."""
+        n = max(range(len(self.free)), key=lambda i: (len(self.free[i]), -i))
+        out = self.free[n][:gpus]
+        del self.free[n][:gpus]
+        return out
+
+
+def best(options: list[ShapeOption] | tuple[ShapeOption, ...],
+         key: Callable[[ShapeOption], float]) -> ShapeOption | None:
+    """The option with the largest key; ties to the earliest (fewer GPUs, then servers)."""
+    top = None
+    for o in options:
+        if top is None or key(o) > key(top):
+            top = o
+    return top
+
+
+def swaf_choice(options: list[ShapeOption] | tuple[ShapeOption, ...]) -> ShapeOption | None:
+    """Lines 5-13 of Alg. 1: best CER among shapes meeting Eq. 12, else best CER overall."""
+    meeting = [o for o in options if o.on_time]
+    return best(meeting or options, lambda o: o.cer)
+
+
+def _decision(instance: Instance, placed: list[tuple[int, list[int]]]) -> Decision:
+    ids = instance.cluster.gpu_ids
+    return Decision.of(Placement(instance.jobs[j].id, tuple(ids[g] for g in sorted(gpus)))
+                       for j, gpus in placed)
+
+
+def _arrival(instance: Instance, j: int) -> tuple[float, int]:
+    return instance.jobs[j].submit_time, j
+
+
+def swaf_order(instance: Instance, table: GenieTable, *, late_last: bool = False
+               ) -> list[tuple[int, ShapeOption, float]]:
+    """(task, s*, waiting allowance w) in SWAF order (Eq. 13, smallest w first); with
+    ``late_last``, tasks whose s* misses the ECT come after all the others."""
+    rows = []
+    for j, job in enumerate(instance.jobs):
+        chosen = swaf_choice(table.options[j])
+        w = job.deadline - (instance.time + chosen.latency)
+        rows.append((j, chosen, w))
+    rows.sort(key=lambda r: (late_last and not r[1].on_time, r[2], *_arrival(instance, r[0])))
+    return rows
+
+
+def swaf(instance: Instance, *, backfill: bool = False, fit: str = "platform",
+         late_last: bool = False) -> Decision:
+    """SWAF for one snapshot (module docstring)."""
+    if fit not in ("platform", "free"):
+        raise InputError(f"fit = {fit!r}", field="options.fit", fix="use platform or free")
+    table = genie_table(instance)
+    idle = IdleGpus(instance)
+    placed = []
+    for j, chosen, _w in swaf_order(instance, table, late_last=late_last):
+        if fit == "free":
+            chosen = swaf_choice([o for o in table.options[j] if idle.fits(o.shape)])
+        if chosen is None or not idle.fits(chosen.shape):
+            if backfill:
+                continue
+            break
+        placed.append((j, idle.take(chosen.shape)))
+    return _decision(instance, placed)
+
+
+# --------------------------------------------------------------------------- model-blind
+def _blind(instance: Instance, order: list[int], request: int | None,
+           limit: Callable[[int], int] | None = None,
+           used: Callable[[int, int], None] | None = None,
+           queue_of: Callable[[int], str] | None = None) -> Decision:
+    """Start tasks in ``order`` with the model-blind request, in strict order: a task that
+    cannot start blocks the tasks after it (of its own queue when ``queue_of`` is given)."""
+    if request is not None and (isinstance(request, bool) or not isinstance(request, int)
+                                or request < 1):
+        raise InputError(f"request = {request!r}", field="options.request",
+                         fix="an integer number of GPUs >= 1, or leave it out")
+    idle = IdleGpus(instance)
+    placed = []
+    blocked: set[str] = set()
+    for j in order:
+        queue = queue_of(j) if queue_of else ""
+        if queue in blocked:
+            continue
+        room = idle.most() if limit is None else min(idle.most(), limit(j))
+        want = min(instance.jobs[j].batch_size, room if request is None else request)
+        if want < 1 or want > room:
+            if queue_of is None:
+                break
+            blocked.add(queue)
+            continue
+        placed.append((j, idle.take_on_most_idle(want)))
+        if used:
+            used(j, want)
+    return _decision(instance, placed)
+
+
+def fifo(instance: Instance, *, request: int | None = None) -> Decision:
+    """FIFO: arrival order, model-blind request (module docstring)."""
+    order = sorted(range(len(instance.jobs)), key=lambda j: _arrival(instance, j))
+    return _blind(instance, order, request)
+
+
+def minmin(instance: Instance, *, request: int | None = None) -> Decision:
+    """Min-Min: earliest deadline first, model-blind request."""
+    order = sorted(range(len(instance.jobs)),
+                   key=lambda j: (instance.jobs[j].deadline, *_arrival(instance, j)))
+    return _blind(instance, order, request)
+
+
+def wfair(instance: Instance, *, request: int | None = None,
+          arrival_weight: float = WFAIR_ARRIVAL_WEIGHT) -> Decision:
+    """Weighted Fair: increasing weighted mean of arrival and deadline, model-blind request."""
+    if not 0.0 <= arrival_weight <= 1.0:
+        raise InputError(f"arrival_weight = {arrival_weight!r}", field="options.arrival_weight",
+                         fix="a number in [0, 1]")
+
+    def key(j: int) -> tuple[float, float, int]:
+        job = instance.jobs[j]
+        mix = arrival_weight * job.submit_time + (1 - arrival_weight) * job.deadline
+        return (mix, *_arrival(instance, j))
+
+    return _blind(instance, sorted(range(len(instance.jobs)), key=key), request)
+
+
+def capacity_shares(instance: Instance) -> dict[str, int]:
+    """GPUs per model type: equal shares of the cluster, largest remainder, ties by name."""
+    models = sorted(parse_genie_params(instance.params).coefficients)
+    total = instance.cluster.num_gpus
+    exact = total / len(models)
+    shares = {m: int(exact) for m in models}
+    rest = total - sum(shares.values())
+    for m in models[:rest]:  # equal remainders: the first names get one more
+        shares[m] += 1
+    return shares
+
+
+def capacity(instance: Instance, *, request: int | None = None) -> Decision:
+    """Capacity Scheduler: per model type, arrival order within the type's GPU share."""
+    shares = capacity_shares(instance)
+    left = dict(shares)
+    for r in instance.running:
+        model = r.extra.get("model")
+        if model in left:
+            left[model] -= len(r.gpus)
+    order = sorted(range(len(instance.jobs)), key=lambda j: _arrival(instance, j))
+    model_of = [job.model for job in instance.jobs]
+
+    def limit(j: int) -> int:
+        return max(0, left[model_of[j]])
+
+    def used(j: int, k: int) -> None:
+        left[model_of[j]] -= k
+
+    return _blind(instance, order, request, limit, used, lambda j: model_of[j])
+
+
+# --------------------------------------------------------------------------- Tetris
+def tetris(instance: Instance, *, by: str) -> Decision:
+    """Tetris packing with the best fitting shape by PR (``by="pr"``) or CER (``"cer"``)."""
+    table = genie_table(instance)
+    idle = IdleGpus(instance)
+    key = (lambda o: o.rate) if by == "pr" else (lambda o: o.cer)
+    remaining = sorted(range(len(instance.jobs)), key=lambda j: _arrival(instance, j))
+    placed = []
+    while remaining and idle.total() > 0:
+        pick = None
+        for j in remaining:  # arrival order: the first of equal scores wins
+            opt = best([o for o in table.options[j] if idle.fits(o.shape)], key)
+            if opt is not None and (pick is None or opt.shape.gpus > pick[1].shape.gpus):
+                pick = (j, opt)
+        if pick is None:
+            break
+        remaining.remove(pick[0])
+        placed.append((pick[0], idle.take(pick[1].shape)))
+    placed.sort()
+    return _decision(instance, placed)
+
+
+def tetris_perf(instance: Instance) -> Decision:
+    return tetris(instance, by="pr")
+
+
+def tetris_cer(instance: Instance) -> Decision:
+    return tetris(instance, by="cer")
+
+
+def _method(fn, allowed: tuple[str, ...]):
+    def run(instance: Instance, *, backend=None, time_limit=None, seed: int = 0, **options):
+        unknown = sorted(set(options) - set(allowed))
+        if unknown:
+            raise InputError(f"unknown options {unknown}", field="options",
+                             fix=f"this method takes {', '.join(allowed) or 'no options'}")
+        return MethodOutput(fn(instance, **options), Status.FEASIBLE)
+
+    return run
+
+
+METHODS = (
+    ("swaf", swaf, "heuristic", ("backfill", "fit", "late_last"),
+     "Alg. 1: best-CER shape meeting the ECT, shortest waiting allowance first"),
+    ("fifo", fifo, "baseline", ("request",), "arrival order, model-blind one-server request"),
+    ("capacity", capacity, "baseline", ("request",), "equal GPU share per model type"),
+    ("minmin", minmin, "baseline", ("request",), "earliest ECT first, model-blind"),
+    ("wfair", wfair, "baseline", ("request", "arrival_weight"),
+     "weighted mean of arrival and ECT first, model-blind"),
+    ("tetris-perf", tetris_perf, "baseline", (), "Tetris packing, highest-PR fitting shape"),
+    ("tetris-cer", tetris_cer, "baseline", (), "Tetris packing, highest-CER fitting shape"),
+)
+
+for _name, _fn, _kind, _allowed, _summary in METHODS:
+    register_method(MethodSpec("genie", _name, _kind, _method(_fn, _allowed), summary=_summary))

@@ -1,0 +1,318 @@
+"""GENIE: QoS-aware placement of elastic DL tasks with ECT constraints (seed 000, Sec. 5).
+
+A snapshot holds a homogeneous platform ⟨N servers, G GPUs each⟩, tasks already running
+(exclusive GPUs) and a queue of waiting tasks. A decision starts some waiting tasks now,
+each on a symmetric shape ⟨d_node, d_gpn⟩: d_node distinct servers with d_gpn GPUs each.
+The performance model (latency, processing rate, cost, CER) is ``solver.genie_model``.
+
+Instance parameters (``params``), so that an instance file is self-contained:
+
+* ``theta`` (default 0.4): θ of Eq. 10;
+* ``coefficients``: per model name, the :class:`~solver.genie_model.ModelCoefficients`
+  fields (``b_sat`` null = no plateau). Missing: the shipped defaults
+  (``solver/data/genie_coefficients.json``); generators embed them in the file.
+
+Allowed shapes of a task: every ⟨a, g⟩ with a ≤ N, g ≤ G and a·g ≤ batch_size (a local
+batch of at least one sample, Eq. 6).
+
+Objective (maximize), one number::
+
+    F = W · K + C
+
+K = started tasks that meet their ECT (time + Lat(t, s) ≤ deadline; an urgent task never
+counts, Eq. 9), C = Σ CER(t, s) over started tasks (Eq. 11), and W the smallest power of
+ten strictly greater than C_max = Σ_t max_s CER(t, s) over the waiting tasks and their
+allowed shapes.
+
+Proof that F orders decisions lexicographically by (K, C): every decision has
+0 ≤ C ≤ C_max < W (CER > 0, each task starts at most once on one shape). If K_A > K_B then,
+K being an integer, K_A ≥ K_B + 1 and F_A ≥ W·K_A ≥ W·K_B + W > W·K_B + C_max ≥ F_B.
+If K_A = K_B then F_A − F_B = C_A − C_B. Hence F_A > F_B iff (K_A, C_A) > (K_B, C_B)
+lexicographically. W depends on the instance only, and ``genie_breakdown`` reports it.
+
+Readings (see docs/genie.md): the deadline is a job field (generators set arrival + e of
+Eq. 9); a task started at a snapshot starts at its ``time``; a placement's ``start`` must be
+absent or equal to that time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..genie_model import (
+    KINDS,
+    QOS_CLASSES,
+    ModelCoefficients,
+    Platform,
+    Shape,
+    Task,
+    cer,
+    feasible_shapes,
+    latency,
+    load_default_coefficients,
+    processing_rate,
+)
+from . import register_problem
+from .base import Problem, Violation
+
+if TYPE_CHECKING:
+    from ..decision import Decision
+    from ..instance import Instance
+    from ..jobs import Job
+
+ECT_TOL = 1e-6
+"""Seconds of slack in ``time + latency <= deadline`` (absorbs float noise only)."""
+
+DEFAULT_THETA = 0.4
+
+
+@dataclass(frozen=True)
+class GenieParams:
+    """Parsed ``params`` of a GENIE instance."""
+
+    theta: float
+    coefficients: Mapping[str, ModelCoefficients]
+
+
+def default_params() -> dict[str, Any]:
+    """The ``params`` object generators embed: θ and the shipped coefficients."""
+    coefs = load_default_coefficients()
+    return {
+        "theta": DEFAULT_THETA,
+        "coefficients": {name: coefs[name].to_dict() for name in sorted(coefs)},
+    }
+
+
+def parse_genie_params(params: Mapping[str, Any]) -> GenieParams:
+    """Validate the ``params`` object of a GENIE instance."""
+    known = {"theta", "coefficients"}
+    for key in params:
+        if key not in known:
+            raise InputError(f"unknown parameter {key!r}", field=f"params.{key}",
+                             fix=f"use only {', '.join(sorted(known))}")
+    theta = params.get("theta", DEFAULT_THETA)
+    if not isinstance(theta, int | float) or isinstance(theta, bool) or not (
+            math.isfinite(theta) and theta >= 0):
+        raise InputError(f"theta = {theta!r}", field="params.theta",
+                         fix="θ of Eq. 10 is a number >= 0 (the paper uses 0.4)")
+    raw = params.get("coefficients")
+    if raw is None:
+        coefs = load_default_coefficients()
+    else:
+        if not isinstance(raw, Mapping):
+            raise InputError("coefficients is not an object", field="params.coefficients",
+                             fix="map each model name to its coefficient fields")
+        coefs = {}
+        for name, entry in raw.items():
+            if not isinstance(entry, Mapping):
+                raise InputError("not an object", field=f"params.coefficients.{name}",
+                                 fix="give k0, k1, k2, gamma, lam, nu, b_min, b_sat, "
+                                     "infer_speedup")
+            try:
+                coefs[name] = ModelCoefficients.from_dict(entry)
+            except (TypeError, ValueError) as exc:
+                raise InputError(str(exc), field=f"params.coefficients.{name}",
+                                 fix="see docs/genie-model.md for the coefficient fields"
+                                 ) from None
+    return GenieParams(float(theta), coefs)
+
+
+def platform_of(instance: Instance, theta: float = DEFAULT_THETA) -> Platform:
+    """The platform ⟨N, G, θ⟩ of a homogeneous cluster; InputError when it is not one."""
+    cluster = instance.cluster
+    counts = cluster.node_gpu_count
+    if counts.size == 0 or counts.min() < 1:
+        raise InputError("a server has no GPU", field="cluster.nodes",
+                         fix="GENIE needs every server to hold the same number (>= 1) of GPUs")
+    if counts.min() != counts.max():
+        n = int(np.argmax(counts != counts[0]))
+        raise InputError(
+            f"server {cluster.node_ids[n]!r} has {int(counts[n])} GPUs, server "
+            f"{cluster.node_ids[0]!r} has {int(counts[0])}",
+            field=f"cluster.nodes[{n}].gpus",
+            fix="GENIE needs a homogeneous platform: the same GPU count on every server")
+    types = set(cluster.gpu_type)
+    if len(types) > 1:
+        raise InputError(f"GPU types {sorted(types)} are mixed", field="cluster.nodes[].gpus",
+                         fix="GENIE's coefficients describe one GPU type: use one type")
+    return Platform(cluster.num_nodes, int(counts[0]), theta)
+
+
+def task_of(job: Job) -> Task:
+    """The performance-model task of a GENIE job (fields checked by ``check_instance``)."""
+    return Task(job.model, job.kind, float(job.batch_size), float(job.iterations))
+
+
+def meets_ect(time: float, lat: float, job: Job) -> bool:
+    """Eq. 12 for a task started at ``time``: ``time + lat <= deadline``; urgent never."""
+    return job.qos != "urgent" and time + lat <= job.deadline + ECT_TOL
+
+
+@dataclass(frozen=True)
+class ShapeOption:
+    """One allowed shape of one waiting task and what the model predicts for it."""
+
+    shape: Shape
+    latency: float
+    rate: float
+    cer: float
+    on_time: bool
+
+
+@dataclass(frozen=True)
+class GenieTable:
+    """Per waiting task, its allowed shapes with latency, PR, CER and ECT verdict.
+
+    The evaluator, the exact models and the heuristics all read this one table.
+    """
+
+    params: GenieParams
+    platform: Platform
+    options: tuple[tuple[ShapeOption, ...], ...]  # [job] -> shapes by (gpus, nodes)
+    weight: float  # W of the objective (see the module docstring)
+
+    def option(self, j: int, shape: Shape) -> ShapeOption | None:
+        for opt in self.options[j]:
+            if opt.shape == shape:
+                return opt
+        return None
+
+
+def genie_table(instance: Instance) -> GenieTable:
+    """Allowed shapes of every waiting task with their predictions, and the weight W."""
+    params = parse_genie_params(instance.params)
+    platform = platform_of(instance, params.theta)
+    options = []
+    for job in instance.jobs:
+        coef = params.coefficients[job.model]
+        task = task_of(job)
+        row = []
+        for shape in feasible_shapes(platform, batch=job.batch_size):
+            lat = latency(coef, task, shape)
+            row.append(ShapeOption(shape, lat, processing_rate(coef, task, shape),
+                                   cer(coef, task, shape, platform),
+                                   meets_ect(instance.time, lat, job)))
+        options.append(tuple(row))
+    c_max = sum(max(o.cer for o in row) for row in options)
+    return GenieTable(params, platform, tuple(options), lexicographic_weight(c_max))
+
+
+def lexicographic_weight(c_max: float) -> float:
+    """The smallest power of ten strictly greater than ``c_max`` (>= 1)."""
+    k = 0 if c_max < 1 else math.floor(math.log10(c_max)) + 1
+    w = 10.0 ** k
+    while w <= c_max:  # guard against log10 rounding at exact powers
+        w *= 10.0
+    return w
+
+
+def free_gpus_by_server(instance: Instance) -> list[list[int]]:
+    """Indices of the idle GPUs of each server, in cluster order (running jobs hold the rest)."""
+    busy = instance.gpu_busy
+    return [[int(g) for g in gpus if not busy[g]] for gpus in instance.cluster.gpus_of_node]
+
+
+def shape_of_gpus(instance: Instance, gpus: tuple[str, ...]) -> Shape | None:
+    """The symmetric shape formed by GPU ids, or None when the servers hold unequal counts."""
+    cluster = instance.cluster
+    per_node: dict[int, int] = {}
+    for g in gpus:
+        n = int(cluster.gpu_node[cluster.gpu_index[g]])
+        per_node[n] = per_node.get(n, 0) + 1
+    if not per_node or len(set(per_node.values())) != 1:
+        return None
+    return Shape(len(per_node), next(iter(per_node.values())))
+
+
+@dataclass(frozen=True)
+class GenieBreakdown:
+    """The parts of a GENIE objective."""
+
+    on_time: int  # K: started tasks that will meet their ECT
+    cer_sum: float  # C: total CER of started tasks
+    started: int
+    weight: float  # W
+
+    @property
+    def total(self) -> float:
+        return self.weight * self.on_time + self.cer_sum
+
+
+def genie_breakdown(instance: Instance, decision: Decision) -> GenieBreakdown:
+    """On-time count, CER sum, started tasks and W of a (valid) decision."""
+    table = genie_table(instance)
+    on_time, total = 0, 0.0
+    for p in decision.placements:
+        j = instance.job_index[p.job]
+        opt = table.option(j, shape_of_gpus(instance, p.gpus))
+        on_time += opt.on_time
+        total += opt.cer
+    return GenieBreakdown(on_time, total, len(decision.placements), table.weight)
+
+
+class GenieProblem(Problem):
+    """GENIE snapshot placement (see the module docstring)."""
+
+    name = "genie"
+    sense = "max"
+    exclusive_gpus = True
+    job_fields = ("submit_time", "model", "kind", "batch_size", "iterations", "qos",
+                  "deadline")
+    objective_name = "W * on-time tasks + total CER"
+
+    def parse_params(self, params: Mapping[str, Any]) -> GenieParams:
+        return parse_genie_params(params)
+
+    def check_instance(self, instance: Instance) -> None:
+        super().check_instance(instance)
+        params = parse_genie_params(instance.params)
+        platform_of(instance, params.theta)
+        for i, job in enumerate(instance.jobs):
+            if job.num_gpus is not None:
+                raise InputError(f"job {job.id!r} fixes num_gpus = {job.num_gpus}",
+                                 field=f"jobs[{i}].num_gpus",
+                                 fix="GENIE jobs are elastic: leave num_gpus out")
+            if job.model not in params.coefficients:
+                raise InputError(
+                    f"job {job.id!r}: no coefficients for model {job.model!r}",
+                    field=f"jobs[{i}].model",
+                    fix=f"use one of {sorted(params.coefficients)} or add it under "
+                        "params.coefficients")
+            if job.kind not in KINDS:
+                raise InputError(f"kind = {job.kind!r}", field=f"jobs[{i}].kind",
+                                 fix=f"use one of {KINDS}")
+            if job.qos not in QOS_CLASSES:
+                raise InputError(f"qos = {job.qos!r}", field=f"jobs[{i}].qos",
+                                 fix=f"use one of {QOS_CLASSES}")
+
+    def check_decision(self, instance: Instance, decision: Decision) -> list[Violation]:
+        out = []
+        platform = platform_of(instance)
+        for p in decision.placements:
+            job = instance.job(p.job)
+            if p.start is not None and abs(p.start - instance.time) > ECT_TOL:
+                out.append(Violation("start", p.job, f"starts at {p.start}, not at the "
+                                                     f"snapshot time {instance.time}"))
+            if not p.gpus:
+                continue  # the generic checker reports it
+            shape = shape_of_gpus(instance, p.gpus)
+            if shape is None:
+                out.append(Violation("shape", p.job, "servers hold unequal GPU counts: "
+                                                     "the placement is not symmetric"))
+            elif shape not in feasible_shapes(platform, batch=job.batch_size):
+                out.append(Violation(
+                    "shape", p.job, f"shape <{shape.nodes}, {shape.gpus_per_node}> gives a "
+                    f"local batch below 1 (batch_size {job.batch_size})"))
+        return out
+
+    def evaluate(self, instance: Instance, decision: Decision) -> float:
+        return genie_breakdown(instance, decision).total
+
+
+register_problem(GenieProblem())
