@@ -1,0 +1,177 @@
+"""SCHED² baselines: the packing placement of Fig. 2 and the job-selection rules of Sec. IV-A.
+
+Packing (Fig. 2): take the server with the *fewest* free GPUs that still holds the whole
+remaining demand; if none does, take *all* free GPUs of the server with the *most* free
+GPUs and repeat for the rest. Ties go to the server listed first. GPUs inside a server are
+taken in cluster order.
+
+Selection rules (one job at a time, each placed by packing, until one does not fit):
+``fifo`` queue order (a snapshot's queue is in submission order); ``sif`` shortest ideal
+time (``duration``) first; ``dsif`` like SIF, but a job whose packing placement spans more
+servers than its best locality (ceil(num_gpus / GPUs per server)) is delayed — skipped this
+round — at most 3 times (the count is carried across rounds in ``policy_state``, which the
+simulator hands back); ``saf`` shortest actual time first, actual = duration × locality
+slowdown of the job's packing placement on the current free GPUs (the oracle of the paper),
+recomputed after every placement; ``lrf`` fewest GPUs first; ``spf`` smallest num_gpus ×
+duration.
+
+Our readings: ties break by arrival, then queue position; a rule stops at the first job
+(in its order) that does not fit into the free GPUs — it does not backfill — unless
+``backfill=True``; SAF only ranks jobs that fit (an unplaceable job has no actual time),
+so it never blocks; ``window=J`` restricts every rule to the J oldest pending jobs (the RL
+agent of the paper sees J = 10).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from solver.decision import Decision, Placement
+from solver.errors import InputError
+from solver.instance import Instance
+from solver.jobs import Job
+from solver.problems.sched2 import locality_slowdown, parse_sched2_params
+from solver.registry import MethodSpec, register_method
+from solver.result import Status
+from solver.solve import MethodOutput
+
+MAX_DELAYS = 3
+
+
+def free_by_server(instance: Instance) -> list[list[int]]:
+    """Free (idle) GPU indices of each server, in cluster order."""
+    busy = instance.gpu_busy
+    return [gpus[~busy[gpus]].tolist() for gpus in instance.cluster.gpus_of_node]
+
+
+def packing(free: list[list[int]], demand: int) -> list[int] | None:
+    """GPU indices chosen by the packing policy of Fig. 2, or None if ``demand`` > free."""
+    counts = [len(f) for f in free]
+    if sum(counts) < demand:
+        return None
+    chosen: list[int] = []
+    need = demand
+    taken = [0] * len(free)
+    while need > 0:
+        left = [c - t for c, t in zip(counts, taken, strict=True)]
+        fits = [s for s, n in enumerate(left) if n >= need]
+        if fits:
+            s = min(fits, key=lambda s: (left[s], s))
+            chosen += free[s][taken[s]:taken[s] + need]
+            taken[s] += need
+            need = 0
+        else:
+            s = max(range(len(free)), key=lambda s: (left[s], -s))
+            chosen += free[s][taken[s]:]
+            need -= left[s]
+            taken[s] = counts[s]
+    return chosen
+
+
+def _take(free: list[list[int]], gpus: list[int], node_of: np.ndarray) -> None:
+    for g in gpus:
+        free[node_of[g]].remove(g)
+
+
+def _servers(gpus: list[int], node_of: np.ndarray) -> np.ndarray:
+    return np.unique(node_of[gpus], return_counts=True)[1]
+
+
+def select(instance: Instance, rule: str, *, backfill: bool = False, window: int | None = None,
+           policy_state: dict[str, int] | None = None) -> tuple[Decision, dict[str, int]]:
+    """Run selection rule ``rule`` with packing placement on a snapshot.
+
+    Returns the decision and the DSIF delay counts of the jobs still pending.
+    """
+    jobs = list(enumerate(instance.jobs))
+    if window is not None:
+        jobs = sorted(jobs, key=lambda ij: (ij[1].submit_time, ij[0]))[:window]
+    params = parse_sched2_params(instance.params)
+    node_of = instance.cluster.gpu_node
+    per_server = int(instance.cluster.node_gpu_count.max())
+    free = free_by_server(instance)
+    delays = dict(policy_state or {})
+    placed: list[tuple[Job, list[int]]] = []
+
+    static: dict[str, Callable[[tuple[int, Job]], tuple]] = {
+        "fifo": lambda ij: (ij[1].submit_time, ij[0]),
+        "sif": lambda ij: (ij[1].duration, ij[1].submit_time, ij[0]),
+        "dsif": lambda ij: (ij[1].duration, ij[1].submit_time, ij[0]),
+        "lrf": lambda ij: (ij[1].num_gpus, ij[1].submit_time, ij[0]),
+        "spf": lambda ij: (ij[1].num_gpus * ij[1].duration, ij[1].submit_time, ij[0]),
+    }
+    if rule in static:
+        # the queue is in submission order, so FIFO needs no sort
+        ordered = jobs if rule == "fifo" else sorted(jobs, key=static[rule])
+        for _, job in ordered:
+            gpus = packing(free, job.num_gpus)
+            if gpus is None:
+                if backfill:
+                    continue
+                break
+            best = math.ceil(job.num_gpus / per_server)
+            if (rule == "dsif" and len(_servers(gpus, node_of)) > best
+                    and delays.get(job.id, 0) < MAX_DELAYS):
+                delays[job.id] = delays.get(job.id, 0) + 1
+                continue
+            _take(free, gpus, node_of)
+            placed.append((job, gpus))
+    elif rule == "saf":
+        remaining = dict(jobs)
+        while remaining:
+            best_key, best_pick = None, None
+            for i, job in remaining.items():
+                gpus = packing(free, job.num_gpus)
+                if gpus is None:
+                    continue
+                actual = job.duration * locality_slowdown(
+                    params.sensitivity(job.model), _servers(gpus, node_of))
+                key = (actual, job.submit_time, i)
+                if best_key is None or key < best_key:
+                    best_key, best_pick = key, (i, gpus)
+            if best_pick is None:
+                break
+            i, gpus = best_pick
+            _take(free, gpus, node_of)
+            placed.append((remaining.pop(i), gpus))
+    else:
+        raise InputError(f"unknown rule {rule!r}", field="rule", fix=f"use {RULES}")
+    ids = instance.cluster.gpu_ids
+    decision = Decision.of(Placement(job.id, tuple(ids[g] for g in gpus)) for job, gpus in placed)
+    started = {job.id for job, _ in placed}
+    pending = {j.id for j in instance.jobs}
+    return decision, {k: v for k, v in delays.items() if k in pending and k not in started}
+
+
+RULES = ("fifo", "sif", "dsif", "saf", "lrf", "spf")
+_SUMMARY = {
+    "fifo": "arrival order, packing placement",
+    "sif": "shortest ideal time first, packing placement",
+    "dsif": "SIF, delaying a job up to 3 times when it cannot get its best locality",
+    "saf": "shortest actual (locality-slowed) time first, packing placement",
+    "lrf": "fewest GPUs first, packing placement",
+    "spf": "smallest GPUs x ideal time first, packing placement",
+}
+
+
+def _method(rule: str):
+    allowed = {"backfill", "window", "policy_state"}
+
+    def run(instance: Instance, *, backend=None, time_limit=None, seed: int = 0, **options):
+        unknown = sorted(set(options) - allowed)
+        if unknown:
+            raise InputError(f"unknown options {unknown}", field="options",
+                             fix=f"this method takes {', '.join(sorted(allowed))}")
+        decision, delays = select(instance, rule, **options)
+        extra = {"policy_state": delays} if rule == "dsif" else {}
+        return MethodOutput(decision, Status.FEASIBLE, extra=extra)
+
+    return run
+
+
+for _rule in RULES:
+    register_method(MethodSpec("sched2", _rule, "heuristic" if _rule in ("dsif", "saf")
+                               else "baseline", _method(_rule), summary=_SUMMARY[_rule]))

@@ -1,0 +1,108 @@
+"""``dlsched simulate WORKLOAD --policy NAME [...] --out DIR``: replay a workload."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..errors import InputError
+from ..instance import load_instance
+from .engine import Policy, SimulationError, simulate
+from .results import save_results
+from .speed import INTERFERENCE_MODELS, LOCALITY_MODELS, SpeedModel
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def add_commands(subparsers) -> None:
+    """Add the ``simulate`` subcommand."""
+    p = subparsers.add_parser("simulate", help="event-driven replay of a workload under a policy")
+    p.add_argument("workload", help="workload instance file (.json or .json.gz)")
+    p.add_argument("--policy", default=None, help="a method of the workload's problem")
+    p.add_argument("--backend", default=None, help="solver backend of an exact policy")
+    p.add_argument("--exact-per-event", action="store_true",
+                   help="use the problem's exact snapshot model ('exact') at every event")
+    p.add_argument("--time-limit", type=float, default=10.0,
+                   help="seconds per policy call for exact policies (10)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="policy option (JSON value), repeatable")
+    p.add_argument("--interval", type=float, default=None,
+                   help="also wake the policy every N seconds")
+    p.add_argument("--batch-only", action="store_true",
+                   help="call the policy only at the --interval wake-ups")
+    p.add_argument("--locality", default="default",
+                   choices=["default", "none", *[m for m in LOCALITY_MODELS if m]])
+    p.add_argument("--interference", default="default",
+                   choices=["default", "none", *[m for m in INTERFERENCE_MODELS if m]])
+    p.add_argument("--no-gpu-speed", action="store_true", help="ignore GPU speed attributes")
+    p.add_argument("--format", default="csv", choices=["csv", "parquet"])
+    p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--out", required=True, help="output directory")
+    p.set_defaults(func=_cmd_simulate)
+
+
+def _speed(args: argparse.Namespace, problem: str) -> SpeedModel:
+    base = SpeedModel.default_for(problem)
+    loc = base.locality if args.locality == "default" else (
+        None if args.locality == "none" else args.locality)
+    inter = base.interference if args.interference == "default" else (
+        None if args.interference == "none" else args.interference)
+    return SpeedModel(locality=loc, interference=inter, gpu_speed=not args.no_gpu_speed)
+
+
+def _options(pairs: list[str]) -> dict:
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise InputError(f"option {pair!r} is not key=value", field="--option",
+                             fix="write --option name=value")
+        key, value = pair.split("=", 1)
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    try:
+        workload = load_instance(args.workload)
+        if args.exact_per_event and args.policy not in (None, "exact"):
+            raise InputError(f"--exact-per-event replaces the policy, got --policy {args.policy}",
+                             field="--policy", fix="leave --policy out or pass --policy exact")
+        if not args.exact_per_event and args.policy is None:
+            raise InputError("no policy given", field="--policy",
+                             fix="pass --policy NAME (dlsched methods) or --exact-per-event")
+        method = "exact" if args.exact_per_event else args.policy
+        policy = Policy(method, backend=args.backend, seed=args.seed,
+                        time_limit=args.time_limit if args.exact_per_event or args.backend
+                        else None, options=_options(args.option), interval=args.interval,
+                        batch_only=args.batch_only)
+        speed = _speed(args, workload.problem)
+        bar = None
+        if not args.no_progress:
+            from tqdm import tqdm
+            bar = tqdm(total=len(workload.jobs), unit="job", file=sys.stderr,
+                       desc=f"{policy.label} on {workload.name or args.workload}")
+        try:
+            run = simulate(workload, policy, speed, record_events=False,
+                           progress=bar.update if bar is not None else None)
+        finally:
+            if bar is not None:
+                bar.close()
+        summary = save_results(run, args.out, fmt=args.format, plots=not args.no_plots)
+    except InputError as exc:
+        print(f"dlsched simulate: {exc.one_line()}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except SimulationError as exc:
+        print(f"dlsched simulate: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    width = max(len(k) for k in summary)
+    print(f"{'metric':<{width}}  value")
+    for key, value in summary.items():
+        print(f"{key:<{width}}  {value:.6g}")
+    print(f"results written to {args.out}")
+    return EXIT_OK
