@@ -1,0 +1,100 @@
+"""Liquid on the Fig. 19 batches: exact optimum per backend, and the heuristics' gaps to it.
+
+For each size (5, 10, 15, 20 servers × 2 T4) one generated instance (``--instance-seed``):
+the exact model on every backend (``--time-limit`` each, one thread), then best-fit
+(deterministic), the GA over ``--seeds`` seeds (stopped by its stall limit, capped by
+``--gga-time-limit``), the GA seeded with best-fit, and the baselines. Every objective
+comes from the problem's evaluator (through ``solver.solve``). The reference is the best
+objective any backend found; "proven" says whether a backend proved it optimal. Gaps are
+absolute (objective - reference) and relative to |reference| (objectives are negative:
+the paper's fitness term is).
+
+    python -m benchmarks.liquid_fig19 --time-limit 120 --seeds 10 > liquid_fig19.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+from instances.liquid_gen import generate_liquid
+from solver import solve
+
+BACKENDS = ("cbc", "highs", "cpsat")
+BASELINES = ("random", "spread", "firstfit", "pack")
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def run(nodes: list[int], time_limit: float, seeds: int, instance_seed: int,
+        gga_time_limit: float, backends: tuple[str, ...]) -> str:
+    exact_rows, heur_rows = [], []
+    for n in nodes:
+        inst = generate_liquid(seed=instance_seed, nodes=n)
+        best, proven = None, False
+        for b in backends:
+            r = solve(inst, "exact", backend=b, time_limit=time_limit)
+            size = sum(len(j.containers) for j in inst.jobs)
+            exact_rows.append(f"| {n} | {len(inst.jobs)} | {size}"
+                              f" | {b} | {r.status.value} | {_fmt(r.objective)} | {_fmt(r.bound)}"
+                              f" | {r.wall_time:.2f} |")
+            if r.objective is not None and (best is None or r.objective < best):
+                best = r.objective
+            proven |= r.status.value == "optimal"
+            print(exact_rows[-1], file=sys.stderr, flush=True)
+        methods = [("bestfit", {}, [0]), ("gga", {}, range(seeds)),
+                   ("gga", {"seed_bestfit": True}, range(seeds)),
+                   ("random", {}, range(seeds))] + [(m, {}, [0]) for m in BASELINES[1:]]
+        for name, opts, seed_list in methods:
+            objs, times, gens = [], [], []
+            for s in seed_list:
+                limit = gga_time_limit if name == "gga" else None
+                r = solve(inst, name, seed=s, time_limit=limit, **opts)
+                if r.objective is None:
+                    continue
+                objs.append(r.objective)
+                times.append(r.wall_time)
+                gens.append(r.extra.get("generations"))
+            label = name + ("+bestfit" if opts else "")
+            if not objs:
+                heur_rows.append(f"| {n} | {label} | 0/{len(seed_list)} | — | — | — | — |")
+                continue
+            mean = statistics.fmean(objs)
+            gap = mean - best
+            rel = 100 * gap / abs(best) if best else 0.0
+            heur_rows.append(
+                f"| {n} | {label} | {len(objs)}/{len(seed_list)} | {_fmt(mean)} | {_fmt(gap)}"
+                f" | {rel:.2f} | {max(o - best for o in objs):.4f}"
+                f" | {statistics.fmean(times):.3f} |")
+            print(heur_rows[-1], file=sys.stderr, flush=True)
+        proof = "proven" if proven else "not proven"
+        heur_rows.append(f"| {n} | reference | | {_fmt(best)} | | {proof} | | |")
+    out = ["### Exact model", "",
+           "| servers | jobs | containers | backend | status | objective | bound | time s |",
+           "|---|---|---|---|---|---|---|---|", *exact_rows, "",
+           "### Heuristics (gap to the best exact objective)", "",
+           "| servers | method | runs with a plan | mean objective | mean gap | mean gap % |"
+           " worst gap | mean time s |",
+           "|---|---|---|---|---|---|---|---|", *heur_rows]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, nargs="+", default=[5, 10, 15, 20])
+    parser.add_argument("--time-limit", type=float, default=120.0)
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--instance-seed", type=int, default=0)
+    parser.add_argument("--gga-time-limit", type=float, default=60.0)
+    parser.add_argument("--backends", nargs="+", default=list(BACKENDS))
+    args = parser.parse_args(argv)
+    print(run(args.nodes, args.time_limit, args.seeds, args.instance_seed,
+              args.gga_time_limit, tuple(args.backends)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,358 @@
+"""Liquid heuristics: best-fit (Alg. 1), the grouping genetic algorithm (Sec. 5.3), baselines.
+
+All methods work on a node-level assignment (container → server) kept feasible by
+:class:`NodeLoads` (GPU counts per memory level, CPU, RAM); concrete GPUs are chosen at the
+end by ``solver.problems.liquid.assign_gpus``. A method that cannot place the whole batch
+returns ``Status.NO_SOLUTION`` and no decision (a Liquid batch is placed whole).
+
+- ``bestfit`` (Alg. 1, immediate mode): jobs in queue order; a job's containers in an
+  order interleaving PS and workers (ps0, w0, ps1, w1, ..., remaining ones); each tries
+  every server it fits on and takes the one with the smallest objective of the partial
+  plan (ties: lowest index). No look-ahead. Line 18 of Alg. 1 (removing the chosen server
+  from the candidates) is not copied: it would put every container on its own server.
+- ``gga`` (Sec. 5.3 with the Go code's constants): population 30 + C/2, tournament of 3,
+  crossover rate 0.7, mutation rate 0.5, one elite; fitness = objective + w·(servers used)
+  (Eq. 8's NumNU; w = 1 for the paper objective, 1/C for the implementation's); stop after
+  30 + C generations without improvement, ``max_generations`` or ``time_limit``.
+  Crossover injects one server's group of parent X into parent Y, deletes the servers
+  of Y that held any of those containers, and reinserts the evicted containers by
+  first-fit (servers in use first, then idle ones). Mutation deletes one server and
+  reinserts its containers by first-fit on the other servers. Evicted containers are
+  reinserted in random order. Initial population: first-fit on the queue order, then
+  alternately first-fit on random container orders and random-fit; optionally best-fit.
+- baselines: ``random`` (a random server that fits), ``spread`` (even-distributed: the
+  server holding fewest containers of this batch), ``firstfit`` (lowest-index server),
+  ``pack`` (a server already holding the job if any, else the one with fewest free GPUs).
+
+Reproducibility: every random draw comes from one ``numpy.random.Generator(seed)``; a run
+stopped by generations or stalls is identical for a seed. A run stopped by ``time_limit``
+depends on the machine's speed (how many generations fit), so it is not.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.errors import InputError
+from solver.instance import Instance
+from solver.problems.liquid import EPS, LiquidData, decision_from_assignment, liquid_data
+from solver.registry import MethodSpec, register_method
+from solver.result import Status
+from solver.solve import MethodOutput
+
+UNSET = -1
+
+
+@dataclass
+class NodeLoads:
+    """Container loads per server: GPUs by memory level, CPU and RAM."""
+
+    data: LiquidData
+    gpu: np.ndarray  # [N, L] GPUs taken by containers needing >= level l
+    cpu: np.ndarray  # [N]
+    ram: np.ndarray  # [N]
+    count: np.ndarray  # [N] containers placed
+
+    @classmethod
+    def empty(cls, data: LiquidData) -> NodeLoads:
+        n, levels = data.level_cap.shape
+        return cls(data, np.zeros((n, levels), dtype=np.int64), np.zeros(n), np.zeros(n),
+                   np.zeros(n, dtype=np.int64))
+
+    @classmethod
+    def of(cls, data: LiquidData, assign: np.ndarray) -> NodeLoads:
+        loads = cls.empty(data)
+        for c in np.flatnonzero(assign >= 0):
+            loads.add(int(c), int(assign[c]))
+        return loads
+
+    def fits(self, c: int) -> np.ndarray:
+        """[N] servers that can still take container ``c``."""
+        d = self.data
+        lev = d.c_level[c] + 1
+        ok = ((self.gpu[:, :lev] + d.c_gpus[c]) <= d.level_cap[:, :lev]).all(axis=1)
+        ok &= self.cpu + d.c_cpu[c] <= d.free_cpu + EPS
+        ok &= self.ram + d.c_ram[c] <= d.free_ram + EPS
+        return ok
+
+    def add(self, c: int, n: int) -> None:
+        d = self.data
+        self.gpu[n, : d.c_level[c] + 1] += d.c_gpus[c]
+        self.cpu[n] += d.c_cpu[c]
+        self.ram[n] += d.c_ram[c]
+        self.count[n] += 1
+
+    def remove(self, c: int, n: int) -> None:
+        d = self.data
+        self.gpu[n, : d.c_level[c] + 1] -= d.c_gpus[c]
+        self.cpu[n] -= d.c_cpu[c]
+        self.ram[n] -= d.c_ram[c]
+        self.count[n] -= 1
+
+    def free_gpus(self) -> np.ndarray:
+        return self.data.level_cap[:, 0] - self.gpu[:, 0]
+
+
+class Unplaceable(Exception):
+    """A container fits on no server given the containers placed before it."""
+
+    def __init__(self, data: LiquidData, c: int) -> None:
+        job = data.instance.jobs[data.c_job[c]].id
+        super().__init__(f"container {data.containers[c].id} of job {job} fits on no server")
+
+
+# ----------------------------------------------------------------------------- greedy rules
+def interleaved_order(data: LiquidData) -> list[int]:
+    """Containers job by job, each job's PS and workers alternating (ps0, w0, ps1, w1, ...)."""
+    order: list[int] = []
+    for sl in data.job_slices:
+        idx = np.arange(sl.start, sl.stop)
+        ps, workers = list(idx[data.c_ps[idx]]), list(idx[~data.c_ps[idx]])
+        for k in range(max(len(ps), len(workers))):
+            order.extend(int(c) for c in (ps[k:k + 1] + workers[k:k + 1]))
+    return order
+
+
+def marginal_cost(data: LiquidData, assign: np.ndarray, c: int) -> np.ndarray:
+    """[N] increase of the partial plan's objective if container c goes to each server."""
+    cost = data.lin[c].copy()
+    for partners, own in ((data.pair_w, data.pair_p), (data.pair_p, data.pair_w)):
+        k = np.flatnonzero((own == c) & (assign[partners] >= 0))
+        if len(k):
+            cost += data.pair_coef[k] @ data.dist[assign[partners[k]]]
+    same_job = np.arange(len(assign))[(data.c_job == data.c_job[c]) & (assign >= 0)]
+    new_node = np.ones(data.num_nodes, dtype=bool)
+    new_node[assign[same_job]] = False
+    return cost + np.where(new_node, data.node_coef, 0.0)
+
+
+def greedy(data: LiquidData, order: list[int], rule: str,
+           rng: np.random.Generator | None = None) -> np.ndarray:
+    """Place containers one by one in ``order`` by ``rule``; raises Unplaceable."""
+    assign = np.full(data.num_containers, UNSET, dtype=np.int64)
+    loads = NodeLoads.empty(data)
+    for c in order:
+        ok = loads.fits(c)
+        cand = np.flatnonzero(ok)
+        if not len(cand):
+            raise Unplaceable(data, c)
+        if rule == "bestfit":
+            n = cand[np.argmin(marginal_cost(data, assign, c)[cand])]
+        elif rule == "firstfit":
+            n = cand[0]
+        elif rule == "random":
+            n = cand[rng.integers(len(cand))]
+        elif rule == "spread":
+            n = cand[np.lexsort((cand, -loads.free_gpus()[cand], loads.count[cand]))[0]]
+        elif rule == "pack":
+            mine = assign[(data.c_job == data.c_job[c]) & (assign >= 0)]
+            own = np.isin(cand, mine)
+            n = cand[np.lexsort((cand, loads.free_gpus()[cand], ~own))[0]]
+        else:
+            raise ValueError(f"unknown rule {rule!r}")
+        assign[c] = int(n)
+        loads.add(c, int(n))
+    return assign
+
+
+# ----------------------------------------------------------------------------- the GGA
+@dataclass(frozen=True)
+class GgaSettings:
+    """Constants of the grouping GA (defaults: the authors' implementation)."""
+
+    population: int | None = None  # default 30 + C // 2
+    tournament: int = 3
+    crossover_rate: float = 0.7
+    mutation_rate: float = 0.5
+    stall_generations: int | None = None  # default 30 + C
+    max_generations: int = 10_000
+    node_weight: float | None = None  # weight of NumNU; default 1 (paper) or 1/C
+    seed_bestfit: bool = False
+
+
+class Gga:
+    """The grouping genetic algorithm on one instance."""
+
+    def __init__(self, data: LiquidData, settings: GgaSettings, rng: np.random.Generator):
+        self.data = data
+        self.s = settings
+        self.rng = rng
+        c = data.num_containers
+        self.size = settings.population or 30 + c // 2
+        self.stall = settings.stall_generations or 30 + c
+        w = settings.node_weight
+        if w is None:
+            w = 1.0 if data.params.objective == "paper" else 1.0 / max(1, c)
+        self.node_weight = w
+
+    def fitness(self, assign: np.ndarray | None) -> float:
+        """Objective + node_weight · servers used; infeasible (None) is +inf (worst)."""
+        if assign is None:
+            return float("inf")
+        return self.data.score(assign) + self.node_weight * len(np.unique(assign))
+
+    def reinsert(self, assign: np.ndarray, loads: NodeLoads, evicted: list[int],
+                 last: set[int]) -> np.ndarray | None:
+        """First-fit of ``evicted`` (servers in use first, ``last`` at the very end)."""
+        for c in evicted:
+            ok = loads.fits(c)
+            used = loads.count > 0
+            rank = np.where(used, 0, 1)
+            if last:
+                rank[list(last)] = 2
+            cand = np.flatnonzero(ok)
+            if not len(cand):
+                return None
+            n = int(cand[np.lexsort((cand, rank[cand]))[0]])
+            assign[c] = n
+            loads.add(c, n)
+        return assign
+
+    def crossover(self, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+        nodes = np.unique(x)
+        n = int(nodes[self.rng.integers(len(nodes))])
+        group = np.flatnonzero(x == n)
+        child = y.copy()
+        deleted = set(child[group].tolist()) | {n}
+        evicted = [int(c) for c in np.flatnonzero(np.isin(child, list(deleted)))
+                   if x[c] != n]
+        child[np.isin(child, list(deleted))] = UNSET
+        child[group] = n
+        loads = NodeLoads.of(self.data, child)
+        evicted = [evicted[k] for k in self.rng.permutation(len(evicted))]
+        return self.reinsert(child, loads, evicted, set())
+
+    def mutation(self, y: np.ndarray) -> np.ndarray | None:
+        nodes = np.unique(y)
+        n = int(nodes[self.rng.integers(len(nodes))])
+        child = y.copy()
+        evicted = np.flatnonzero(child == n)
+        child[evicted] = UNSET
+        loads = NodeLoads.of(self.data, child)
+        order = [int(evicted[k]) for k in self.rng.permutation(len(evicted))]
+        return self.reinsert(child, loads, order, {n})
+
+    def initial(self) -> list[np.ndarray | None]:
+        data, out = self.data, []
+        base = list(range(data.num_containers))
+        for k in range(self.size):
+            try:
+                if k == 0:
+                    out.append(greedy(data, base, "firstfit"))
+                elif k == 1 and self.s.seed_bestfit:
+                    out.append(greedy(data, interleaved_order(data), "bestfit"))
+                elif k % 2:
+                    out.append(greedy(data, [int(c) for c in self.rng.permutation(base)],
+                                      "firstfit"))
+                else:
+                    order = [int(c) for c in self.rng.permutation(base)]
+                    out.append(greedy(data, order, "random", self.rng))
+            except Unplaceable:
+                out.append(None)
+        return out
+
+    def select(self, fit: np.ndarray) -> int:
+        pick = self.rng.choice(len(fit), size=self.s.tournament, replace=True)
+        return int(pick[np.argmin(fit[pick])])
+
+    def run(self, deadline: float | None) -> tuple[np.ndarray | None, dict]:
+        pop = self.initial()
+        fit = np.array([self.fitness(a) for a in pop])
+        best = int(np.argmin(fit))
+        best_fit, best_assign = fit[best], pop[best]
+        history = [float(best_fit)]
+        since, gen, stopped = 0, 0, "stall"
+        while True:
+            if since >= self.stall:
+                break
+            if gen >= self.s.max_generations:
+                stopped = "generations"
+                break
+            if deadline is not None and time.perf_counter() >= deadline:
+                stopped = "time"
+                break
+            gen += 1
+            children: list[np.ndarray | None] = [best_assign]  # elitism
+            while len(children) < self.size:
+                a = pop[self.select(fit)]
+                if a is None:
+                    children.append(None)
+                    continue
+                child: np.ndarray | None = a
+                if self.rng.random() < self.s.crossover_rate:
+                    b = pop[self.select(fit)]
+                    if b is not None:
+                        child = self.crossover(a, b)
+                if child is not None and self.rng.random() < self.s.mutation_rate:
+                    child = self.mutation(child)
+                children.append(child)
+            pop = children
+            fit = np.array([self.fitness(a) for a in pop])
+            k = int(np.argmin(fit))
+            if fit[k] < best_fit - 1e-12:
+                best_fit, best_assign, since = fit[k], pop[k], 0
+            else:
+                since += 1
+            history.append(float(best_fit))
+        info = {"generations": gen, "stopped_by": stopped, "history": history,
+                "population": self.size, "fitness": float(best_fit)}
+        return (None if not np.isfinite(best_fit) else best_assign), info
+
+
+# ----------------------------------------------------------------------------- methods
+def _check(options: dict, allowed: tuple[str, ...]) -> None:
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise InputError(f"unknown options {unknown}", field="options",
+                         fix=f"this method takes {', '.join(allowed) or 'no options'}")
+
+
+def _output(data: LiquidData, assign: np.ndarray | None, message: str = "",
+            extra: dict | None = None) -> MethodOutput:
+    if assign is None:
+        return MethodOutput(None, Status.NO_SOLUTION, message=message, extra=extra or {})
+    return MethodOutput(decision_from_assignment(data, assign), Status.FEASIBLE,
+                        message=message, extra=extra or {})
+
+
+def _greedy_method(rule: str):
+    def run(instance: Instance, *, backend=None, time_limit=None, seed: int = 0, **options):
+        _check(options, ())
+        data = liquid_data(instance)
+        order = interleaved_order(data) if rule == "bestfit" else list(
+            range(data.num_containers))
+        rng = np.random.default_rng(seed)
+        try:
+            return _output(data, greedy(data, order, rule, rng))
+        except Unplaceable as exc:
+            return _output(data, None, str(exc))
+
+    return run
+
+
+def run_gga(instance: Instance, *, backend=None, time_limit: float | None = None,
+            seed: int = 0, **options) -> MethodOutput:
+    """The grouping GA; options are the fields of :class:`GgaSettings`."""
+    allowed = tuple(GgaSettings.__dataclass_fields__)
+    _check(options, allowed)
+    settings = GgaSettings(**options)
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    data = liquid_data(instance)
+    assign, info = Gga(data, settings, np.random.default_rng(seed)).run(deadline)
+    message = "" if assign is not None else "no feasible plan in the population"
+    return _output(data, assign, message, info)
+
+
+for _name, _kind, _summary in (
+    ("bestfit", "heuristic", "Alg. 1: each container to the server of least partial score"),
+    ("random", "baseline", "each container to a random server that fits"),
+    ("spread", "baseline", "even-distributed: the server holding fewest containers"),
+    ("firstfit", "baseline", "each container to the lowest-index server that fits"),
+    ("pack", "baseline", "the job's own servers first, then the fullest server"),
+):
+    register_method(MethodSpec("liquid", _name, _kind, _greedy_method(_name), summary=_summary))
+register_method(MethodSpec("liquid", "gga", "heuristic", run_gga,
+                           summary="grouping genetic algorithm (Sec. 5.3, Eq. 8)"))

@@ -1,0 +1,125 @@
+"""Seeded generator of Liquid batches: the paper's Fig. 19 workloads (Sec. 7.4).
+
+Cluster: ``nodes`` servers × 2 Tesla T4 (16 GB), 48 vCPU and 186 GB RAM each (the paper's
+Alibaba Cloud cluster, Sec. 7.1), grouped into racks of ``nodes_per_rack`` servers and
+domains of ``racks_per_domain`` racks (the paper gives no rack layout; these are levels of
+the topology tree). Batch: ResNet-50 : Inception V3 : VGG-16 jobs = 4 : 2 : 2 per 5 servers,
+in a random (seeded) queue order.
+
+Container sizes (our choice; the paper gives none): one PS per job (0 GPUs, 2 vCPU,
+8 GB RAM) and workers of 1 GPU, 4 vCPU, 16 GB RAM and a per-model GPU memory (ResNet-50
+7 GB, Inception V3 6 GB, VGG-16 10 GB). Every job starts with one worker; the remaining
+workers, up to ``fill`` × the free GPUs, go one at a time to random jobs below
+``max_workers``. So the batch fits (the paper's 1 PS + 2 workers per job would ask for
+16 GPUs per 10 and could not be placed whole). Bandwidth weight per model (the same on
+every container of a job): the relative slowdown per separated PS-worker pair, fitted
+from the authors' measurements by ``instances/derive/liquid_bandwidth.py``.
+
+``busy`` > 0 first marks that share of the GPUs as held by one-GPU running jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from solver.instance import Instance, check_instance
+from solver.jobs import Container, Job, RunningJob
+from solver.problems.liquid import DISTANCE_TABLES, OBJECTIVES
+from solver.registry import GeneratorSpec, register_generator
+from solver.topology import homogeneous_cluster
+
+MIX_PER_5_NODES = (("resnet50", 4), ("inception3", 2), ("vgg16", 2))
+BANDWIDTH = {"vgg16": 0.4783, "resnet50": 0.0788, "inception3": 0.0189}
+"""From ``python -m instances.derive.liquid_bandwidth`` (4 decimals)."""
+WORKER_GPU_MEM_GB = {"resnet50": 7.0, "inception3": 6.0, "vgg16": 10.0}
+PS = {"cpu": 2.0, "ram_gb": 8.0}
+WORKER = {"cpu": 4.0, "ram_gb": 16.0}
+T4 = {"gpu_type": "t4", "gpu_mem_gb": 16.0, "cpu": 48.0, "ram_gb": 186.0}
+
+
+def fig19_mix(nodes: int) -> list[str]:
+    """Models of the batch for ``nodes`` servers (4 : 2 : 2 per 5, at least one job)."""
+    models = [m for m, k in MIX_PER_5_NODES for _ in range(round(k * nodes / 5))]
+    return models or ["resnet50"]
+
+
+def generate_liquid(
+    *,
+    seed: int = 0,
+    nodes: int = 5,
+    gpus_per_node: int = 2,
+    nodes_per_rack: int | None = 5,
+    racks_per_domain: int | None = 2,
+    fill: float = 1.0,
+    max_workers: int = 4,
+    busy: float = 0.0,
+    lam: float = 0.5,
+    distance: str = "paper",
+    objective: str = "paper",
+) -> Instance:
+    """A Liquid batch on an idle (or ``busy``) cluster of T4 servers, Fig. 19 mix."""
+    if not 0.0 <= fill <= 1.0 or not 0.0 <= busy <= 1.0:
+        raise ValueError("fill and busy must lie in [0, 1]")
+    if max_workers < 1:
+        raise ValueError("max_workers must be >= 1")
+    arguments = dict(nodes=nodes, gpus_per_node=gpus_per_node, nodes_per_rack=nodes_per_rack,
+                     racks_per_domain=racks_per_domain, fill=fill, max_workers=max_workers,
+                     busy=busy, lam=lam, distance=distance, objective=objective)
+    rng = np.random.default_rng(seed)
+    cluster = homogeneous_cluster(nodes, gpus_per_node, nodes_per_rack=nodes_per_rack,
+                                  racks_per_domain=racks_per_domain if nodes_per_rack else None,
+                                  **T4)
+    n_busy = round(busy * cluster.num_gpus)
+    taken = np.sort(rng.choice(cluster.num_gpus, size=n_busy, replace=False))
+    running = tuple(RunningJob(job=f"r{k:03d}", gpus=(cluster.gpu_ids[g],), gpu_util=100.0,
+                               gpu_mem_gb=8.0, cpu_per_gpu=WORKER["cpu"],
+                               ram_gb_per_gpu=WORKER["ram_gb"], remaining_s=600.0)
+                    for k, g in enumerate(taken))
+
+    models = fig19_mix(nodes)
+    models = [models[k] for k in rng.permutation(len(models))]
+    workers = np.ones(len(models), dtype=np.int64)
+    extra = round(fill * (cluster.num_gpus - n_busy)) - len(models)
+    for _ in range(max(0, extra)):
+        open_jobs = np.flatnonzero(workers < max_workers)
+        if not len(open_jobs):
+            break
+        workers[open_jobs[rng.integers(len(open_jobs))]] += 1
+
+    jobs = []
+    for j, (model, w) in enumerate(zip(models, workers, strict=True)):
+        bw = BANDWIDTH[model]
+        containers = [Container("ps0", "ps", 0, 0.0, bandwidth=bw, **PS)]
+        containers += [Container(f"w{k}", "worker", 1, WORKER_GPU_MEM_GB[model], bandwidth=bw,
+                                 **WORKER) for k in range(int(w))]
+        jobs.append(Job(id=f"j{j:03d}", model=model, kind="train", num_gpus=int(w),
+                        containers=tuple(containers)))
+    params = {"lambda": lam, "distance": distance, "objective": objective}
+    return check_instance(Instance(
+        problem="liquid", cluster=cluster, jobs=tuple(jobs), params=params, running=running,
+        name=f"liquid-fig19-{nodes}n-s{seed}",
+        provenance={"generator": "instances.liquid_gen", "seed": seed, "arguments": arguments,
+                    "source": "Liquid (TPDS 2022) Sec. 7.4 Fig. 19 mix; bandwidth fitted "
+                              "from the authors' measurements (instances/derive)"},
+    ))
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nodes", type=int, default=5, help="servers (5, 10, 15, 20 in Fig. 19)")
+    parser.add_argument("--gpus-per-node", type=int, default=2, help="T4 GPUs per server (2)")
+    parser.add_argument("--nodes-per-rack", type=int, default=5, help="servers per rack (5)")
+    parser.add_argument("--racks-per-domain", type=int, default=2, help="racks per domain (2)")
+    parser.add_argument("--fill", type=float, default=1.0,
+                        help="share of the free GPUs the batch's workers take (1.0)")
+    parser.add_argument("--max-workers", type=int, default=4, help="workers per job at most (4)")
+    parser.add_argument("--busy", type=float, default=0.0,
+                        help="share of GPUs held by running jobs (0)")
+    parser.add_argument("--lambda", dest="lam", type=float, default=0.5, help="λ of Eq. 4 (0.5)")
+    parser.add_argument("--distance", default="paper", choices=DISTANCE_TABLES)
+    parser.add_argument("--objective", default="paper", choices=OBJECTIVES)
+
+
+register_generator(GeneratorSpec("liquid", generate_liquid, _add_arguments,
+                                 "Liquid batch of PS/worker jobs (Fig. 19 mix)"))

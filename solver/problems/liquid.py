@@ -1,0 +1,399 @@
+"""Liquid: network-efficient placement of PS and worker containers (Gu et al., TPDS 2022).
+
+A job is a set of containers (parameter servers and workers, ``Job.containers``), each with
+its GPUs (exclusive: a GPU holds one container and no running job), GPU memory per GPU,
+CPU, RAM and bandwidth. A decision puts every container of every pending job on one
+server (the batch is placed whole: Sec. 5.3 calls a plan with an unplaced container
+invalid; a batch that cannot fit is infeasible).
+
+Distance between servers a and b: the value of their lowest common ancestor in the
+topology tree (0 on one server).
+  - ``distance="paper"`` (Eq. 2): the number of servers under that ancestor: the rack's
+    size within a rack, the domain's size across racks of a domain, the cluster's size
+    across domains (the paper only says to avoid that case; we price it, we do not forbid).
+  - ``distance="implementation"`` (the authors' Go code): 1 within a rack, 4 across racks
+    of a domain, 40 across domains.
+A cluster without any domain level is one domain (so cross-rack pairs cost 4, not 40).
+
+Objectives (all minimized; PS-PS and worker-worker pairs cost nothing):
+  - ``objective="paper"`` (Eqs. 4-7): sum over jobs of Score = λ·Cost + (1-λ)·ΣFitness_n,
+        Cost      = (1 / (P·W)) Σ_{PS p, worker w} bw_w · d(node_p, node_w)
+        Fitness_n = -(ReqGPU_{j,n} + UsedGPU_n) / TotalGPU_n  for each server n the job uses.
+    Our readings: Eq. 5 is missing from the text and Table 1 names numps and numw, so Cost
+    is the mean over the job's P·W PS-worker pairs; a pair is weighted by the worker's
+    bandwidth (Sec. 5.3: jobs differ in bandwidth sensitivity); UsedGPU_n counts the GPUs
+    running jobs hold before the round (so the batch's score does not depend on an order
+    and is linear in the assignment).
+  - ``objective="implementation"``: Σ_{PS-worker pairs} bw_w · d + (L + N_jn) / N_tasks, with
+    L = Σ_tasks s·(1 + UsedGPU_n + GPUs_task) / TotalGPU_n (s = +1 for a PS, -1 for a worker)
+    and N_jn the number of distinct (job, server) pairs; N_tasks counts the batch's tasks.
+    The Go code's defects are not copied: one batch-wide count (no per-job counter reset),
+    a task's own GPUs counted once, UsedGPU_n from before the round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from ..decision import Decision, Placement, TaskPlacement
+from ..errors import InputError
+from ..instance import Instance
+from ..jobs import Container
+from ..topology import Cluster
+from . import register_problem
+from .base import Problem, Violation
+
+DISTANCE_TABLES = ("paper", "implementation")
+OBJECTIVES = ("paper", "implementation")
+IMPLEMENTATION_DISTANCE = {"rack": 1.0, "domain": 4.0, "cluster": 40.0}
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class LiquidParams:
+    """Parameters of a Liquid instance: λ of Eq. 4, the distance table and the objective."""
+
+    lam: float = 0.5
+    distance: str = "paper"
+    objective: str = "paper"
+
+
+def parse_liquid_params(params: Mapping[str, Any]) -> LiquidParams:
+    """Validate the ``params`` object of a Liquid instance (keys lambda, distance, objective)."""
+    known = {"lambda", "distance", "objective"}
+    for key in params:
+        if key not in known:
+            raise InputError(f"unknown parameter {key!r}", field=f"params.{key}",
+                             fix=f"use only {', '.join(sorted(known))}")
+    lam = params.get("lambda", 0.5)
+    if isinstance(lam, bool) or not isinstance(lam, int | float) or not 0.0 <= lam <= 1.0:
+        raise InputError(f"lambda = {lam!r}", field="params.lambda", fix="a number in [0, 1]")
+    distance = params.get("distance", "paper")
+    if distance not in DISTANCE_TABLES:
+        raise InputError(f"distance = {distance!r}", field="params.distance",
+                         fix=f"use one of {DISTANCE_TABLES}")
+    objective = params.get("objective", "paper")
+    if objective not in OBJECTIVES:
+        raise InputError(f"objective = {objective!r}", field="params.objective",
+                         fix=f"use one of {OBJECTIVES}")
+    return LiquidParams(float(lam), distance, objective)
+
+
+# ----------------------------------------------------------------------------- topology
+@dataclass(frozen=True)
+class Group:
+    """A vertex of the topology tree above the servers, or a server, with its distance value.
+
+    ``saving`` = value(parent) - value(self): what two containers save by sharing it.
+    """
+
+    kind: str  # "node" | "rack" | "domain"
+    index: int  # node, rack or domain index
+    members: tuple[int, ...]  # server indices
+    value: float
+    saving: float
+
+
+def topology_groups(cluster: Cluster, distance: str) -> tuple[float, tuple[Group, ...]]:
+    """Value of the root and every group (server, rack, domain) with its saving.
+
+    d(a, b) = root value - Σ saving over the groups holding both a and b.
+    """
+    rack, dom = cluster.node_rack, cluster.node_domain
+    n = cluster.num_nodes
+    has_domains = bool((dom >= 0).any())
+    if distance == "paper":
+        root = float(n)
+        rack_value = {int(r): float(k) for r, k in cluster.nodes_per_rack().items()}
+        dom_value = {int(d): float(k) for d, k in cluster.nodes_per_domain().items()}
+    elif distance == "implementation":
+        root = IMPLEMENTATION_DISTANCE["cluster" if has_domains else "domain"]
+        rack_value = {int(r): IMPLEMENTATION_DISTANCE["rack"] for r in set(rack[rack >= 0])}
+        dom_value = {int(d): IMPLEMENTATION_DISTANCE["domain"] for d in set(dom[dom >= 0])}
+    else:
+        raise ValueError(f"unknown distance table {distance!r}")
+
+    def parent_value(node: int, level: str) -> float:
+        if level == "node" and rack[node] >= 0:
+            return rack_value[int(rack[node])]
+        if level in ("node", "rack") and dom[node] >= 0:
+            return dom_value[int(dom[node])]
+        return root
+
+    groups = [Group("node", i, (i,), 0.0, parent_value(i, "node")) for i in range(n)]
+    for r in sorted(rack_value):
+        members = tuple(int(i) for i in np.flatnonzero(rack == r))
+        groups.append(Group("rack", r, members, rack_value[r],
+                            parent_value(members[0], "rack") - rack_value[r]))
+    for d in sorted(dom_value):
+        members = tuple(int(i) for i in np.flatnonzero(dom == d))
+        groups.append(Group("domain", d, members, dom_value[d], root - dom_value[d]))
+    return root, tuple(groups)
+
+
+def distance_matrix(cluster: Cluster, distance: str) -> np.ndarray:
+    """d(a, b) for every pair of servers (the table chosen by ``distance``)."""
+    root, groups = topology_groups(cluster, distance)
+    n = cluster.num_nodes
+    out = np.full((n, n), root)
+    for g in groups:
+        idx = np.array(g.members)
+        out[np.ix_(idx, idx)] -= g.saving
+    return out
+
+
+# ----------------------------------------------------------------------------- data
+@dataclass(frozen=True, eq=False)
+class LiquidData:
+    """Arrays over the batch's containers and the servers, shared by models and heuristics.
+
+    Containers are numbered job by job in file order. The objective of an assignment
+    ``a`` (container → server index) is
+        Σ_pairs pair_coef · D[a_p, a_w] + Σ_c lin[c, a_c] + Σ_{distinct (job, n)} node_coef[n].
+    """
+
+    instance: Instance
+    params: LiquidParams
+    containers: tuple[Container, ...]
+    c_job: np.ndarray  # [C] job index
+    c_ps: np.ndarray  # [C] True for a parameter server
+    c_gpus: np.ndarray  # [C]
+    c_mem: np.ndarray  # [C] GPU memory per GPU
+    c_cpu: np.ndarray
+    c_ram: np.ndarray
+    job_slices: tuple[slice, ...]
+    pair_p: np.ndarray  # [K] PS container of each PS-worker pair
+    pair_w: np.ndarray  # [K] worker container
+    pair_bw: np.ndarray  # [K] bandwidth weight (the worker's)
+    pair_coef: np.ndarray  # [K] objective coefficient per unit distance
+    dist: np.ndarray  # [N, N]
+    lin: np.ndarray  # [C, N]
+    node_coef: np.ndarray  # [N] per distinct (job, server) pair
+    used_gpus: np.ndarray  # [N] GPUs running jobs hold
+    total_gpus: np.ndarray  # [N]
+    free_cpu: np.ndarray  # [N]
+    free_ram: np.ndarray  # [N]
+    levels: np.ndarray  # [L] GPU-memory levels (ascending, levels[0] = 0)
+    c_level: np.ndarray  # [C] index of the container's level
+    level_cap: np.ndarray  # [N, L] free GPUs with memory >= level
+
+    @property
+    def num_containers(self) -> int:
+        return len(self.containers)
+
+    @property
+    def num_nodes(self) -> int:
+        return self.instance.cluster.num_nodes
+
+    @cached_property
+    def alone_fits(self) -> np.ndarray:
+        """[C, N] True where a container fits on an otherwise idle (this round) server."""
+        need = self.c_gpus[:, None] <= self.level_cap[:, self.c_level].T
+        cpu = self.free_cpu[None, :] >= self.c_cpu[:, None] - EPS
+        ram = self.free_ram[None, :] >= self.c_ram[:, None] - EPS
+        return need & cpu & ram
+
+    def score(self, assign: np.ndarray) -> float:
+        """The objective of a complete assignment (container → server index)."""
+        return float(sum(self.score_parts(assign)))
+
+    def score_parts(self, assign: np.ndarray) -> tuple[float, float, float]:
+        """(network term, per-container term, per-(job, server) term), already weighted."""
+        assign = np.asarray(assign, dtype=np.int64)
+        net = float(self.pair_coef @ self.dist[assign[self.pair_p], assign[self.pair_w]])
+        lin = float(self.lin[np.arange(len(assign)), assign].sum())
+        keys = np.unique(self.c_job * self.num_nodes + assign)
+        nodes = float(self.node_coef[keys % self.num_nodes].sum())
+        return net, lin, nodes
+
+
+def liquid_data(instance: Instance) -> LiquidData:
+    """Build the arrays of a Liquid instance."""
+    p = parse_liquid_params(instance.params)
+    cluster = instance.cluster
+    containers, c_job, slices, start = [], [], [], 0
+    for j, job in enumerate(instance.jobs):
+        containers.extend(job.containers)
+        c_job.extend([j] * len(job.containers))
+        slices.append(slice(start, start + len(job.containers)))
+        start += len(job.containers)
+    c_job_arr = np.array(c_job, dtype=np.int64)
+    c_ps = np.array([c.role == "ps" for c in containers], dtype=bool)
+    c_gpus = np.array([c.gpus for c in containers], dtype=np.int64)
+    c_mem = np.array([c.gpu_mem_gb for c in containers], dtype=float)
+    c_cpu = np.array([c.cpu for c in containers], dtype=float)
+    c_ram = np.array([c.ram_gb for c in containers], dtype=float)
+    c_bw = np.array([c.bandwidth for c in containers], dtype=float)
+
+    pair_p, pair_w, pair_coef = [], [], []
+    for sl in slices:
+        idx = np.arange(sl.start, sl.stop)
+        ps, workers = idx[c_ps[idx]], idx[~c_ps[idx]]
+        scale = 1.0
+        if p.objective == "paper" and len(ps) and len(workers):
+            scale = p.lam / (len(ps) * len(workers))
+        for a in ps:
+            for b in workers:
+                pair_p.append(a)
+                pair_w.append(b)
+                pair_coef.append(scale * c_bw[b])
+    pair_p_arr = np.array(pair_p, dtype=np.int64)
+    pair_w_arr = np.array(pair_w, dtype=np.int64)
+
+    busy = instance.gpu_busy
+    used = np.array([int(busy[g].sum()) for g in cluster.gpus_of_node], dtype=float)
+    total = cluster.node_gpu_count.astype(float)
+    n_tasks = max(1, len(containers))
+    if p.objective == "paper":
+        lin = -(1.0 - p.lam) * c_gpus[:, None] / total[None, :]
+        node_coef = -(1.0 - p.lam) * used / total
+    else:
+        sign = np.where(c_ps, 1.0, -1.0)
+        lin = sign[:, None] * (1.0 + used[None, :] + c_gpus[:, None]) / total[None, :] / n_tasks
+        node_coef = np.full(cluster.num_nodes, 1.0 / n_tasks)
+
+    cpu_used, ram_used = instance.node_usage
+    levels = np.unique(np.concatenate([[0.0], c_mem[c_gpus > 0]]))
+    c_level = np.where(c_gpus > 0, np.searchsorted(levels, c_mem), 0).astype(np.int64)
+    gpu_mem = cluster.gpu_mem_gb
+    level_cap = np.array(
+        [[int(((gpu_mem[g] >= lev - EPS) & ~busy[g]).sum()) for lev in levels]
+         for g in cluster.gpus_of_node], dtype=np.int64).reshape(cluster.num_nodes, len(levels))
+    return LiquidData(
+        instance=instance, params=p, containers=tuple(containers), c_job=c_job_arr, c_ps=c_ps,
+        c_gpus=c_gpus, c_mem=c_mem, c_cpu=c_cpu, c_ram=c_ram, job_slices=tuple(slices),
+        pair_p=pair_p_arr, pair_w=pair_w_arr, pair_bw=c_bw[pair_w_arr] if pair_w else
+        np.zeros(0), pair_coef=np.array(pair_coef, dtype=float),
+        dist=distance_matrix(cluster, p.distance), lin=lin, node_coef=node_coef,
+        used_gpus=used, total_gpus=total, free_cpu=cluster.node_cpu - cpu_used,
+        free_ram=cluster.node_ram_gb - ram_used, levels=levels, c_level=c_level,
+        level_cap=level_cap)
+
+
+# ----------------------------------------------------------------------------- decisions
+def assign_gpus(data: LiquidData, assign: np.ndarray) -> list[tuple[int, ...]]:
+    """Concrete GPU indices for each container of a node-level assignment.
+
+    Per server, containers in decreasing GPU-memory need (then index) take the free GPUs
+    with enough memory in index order. Compatibility is nested (a GPU good for a need is
+    good for every smaller one), so this succeeds whenever the level counts fit.
+    Raises ValueError when a server cannot take its containers.
+    """
+    cluster = data.instance.cluster
+    busy = data.instance.gpu_busy
+    out: list[tuple[int, ...]] = [()] * len(assign)
+    for n in np.unique(assign):
+        free = [int(g) for g in cluster.gpus_of_node[n] if not busy[g]]
+        members = [int(c) for c in np.flatnonzero(assign == n)]
+        for c in sorted(members, key=lambda c: (-data.c_mem[c], c)):
+            if data.c_gpus[c] == 0:
+                continue
+            ok = [g for g in free if cluster.gpu_mem_gb[g] >= data.c_mem[c] - EPS]
+            if len(ok) < data.c_gpus[c]:
+                raise ValueError(f"server {cluster.node_ids[n]} cannot hold its containers")
+            out[c] = tuple(ok[: data.c_gpus[c]])
+            free = [g for g in free if g not in out[c]]
+    return out
+
+
+def decision_from_assignment(data: LiquidData, assign: np.ndarray) -> Decision:
+    """A Decision placing container c on server ``assign[c]`` (GPUs by :func:`assign_gpus`)."""
+    inst = data.instance
+    node_ids, gpu_ids = inst.cluster.node_ids, inst.cluster.gpu_ids
+    gpus = assign_gpus(data, assign)
+    placements = []
+    for j, sl in enumerate(data.job_slices):
+        tasks = tuple(
+            TaskPlacement(data.containers[c].id, node_ids[assign[c]],
+                          tuple(gpu_ids[g] for g in gpus[c]))
+            for c in range(sl.start, sl.stop))
+        all_gpus = tuple(sorted(g for t in tasks for g in t.gpus))
+        placements.append(Placement(inst.jobs[j].id, all_gpus, tasks))
+    return Decision.of(placements)
+
+
+def assignment_from_decision(data: LiquidData, decision: Decision) -> np.ndarray:
+    """Server index of every container (the decision must place every job, checked)."""
+    node_index = data.instance.cluster.node_index
+    out = np.empty(data.num_containers, dtype=np.int64)
+    for j, sl in enumerate(data.job_slices):
+        placement = decision.by_job[data.instance.jobs[j].id]
+        where = {t.task: node_index[t.node] for t in placement.tasks}
+        for c in range(sl.start, sl.stop):
+            out[c] = where[data.containers[c].id]
+    return out
+
+
+# ----------------------------------------------------------------------------- objective
+@dataclass(frozen=True)
+class LiquidBreakdown:
+    """The parts of a Liquid objective (weighted as they enter the total).
+
+    ``network``: λ·ΣCost (paper) or Σ bw·d (implementation); ``per_container``: the part
+    of (1-λ)·ΣFitness from requested GPUs (paper) or L / N_tasks (implementation);
+    ``per_job_node``: the UsedGPU part of (1-λ)·ΣFitness (paper) or N_jn / N_tasks.
+    ``network_distance`` is Σ bw·d over PS-worker pairs, unweighted by λ or pair counts.
+    """
+
+    network: float
+    per_container: float
+    per_job_node: float
+    network_distance: float
+    job_nodes: int
+
+    @property
+    def total(self) -> float:
+        return self.network + self.per_container + self.per_job_node
+
+
+def liquid_breakdown(instance: Instance, decision: Decision) -> LiquidBreakdown:
+    """The objective's parts for a decision that places every job."""
+    data = liquid_data(instance)
+    assign = assignment_from_decision(data, decision)
+    net, lin, nodes = data.score_parts(assign)
+    raw = float(data.pair_bw @ data.dist[assign[data.pair_p], assign[data.pair_w]]) \
+        if len(data.pair_p) else 0.0
+    pairs = len(np.unique(data.c_job * data.num_nodes + assign))
+    return LiquidBreakdown(net, lin, nodes, raw, pairs)
+
+
+class LiquidProblem(Problem):
+    name = "liquid"
+    sense = "min"
+    job_fields = ()
+    exclusive_gpus = True
+    objective_name = "Σ Score of Eqs. 4-7 (or the implementation's cost)"
+
+    def parse_params(self, params: Mapping[str, Any]) -> LiquidParams:
+        return parse_liquid_params(params)
+
+    def check_instance(self, instance: Instance) -> None:
+        super().check_instance(instance)
+        for i, job in enumerate(instance.jobs):
+            if not job.containers:
+                raise InputError(f"job {job.id!r} has no containers", field=f"jobs[{i}].containers",
+                                 fix="list the job's PS and worker containers")
+            for k, c in enumerate(job.containers):
+                where = f"jobs[{i}].containers[{k}]"
+                if c.role not in ("ps", "worker"):
+                    raise InputError(f"role = {c.role!r}", field=f"{where}.role",
+                                     fix='use "ps" or "worker"')
+                if c.gpus < 0 or min(c.gpu_mem_gb, c.cpu, c.ram_gb, c.bandwidth) < 0:
+                    raise InputError("a negative demand", field=where,
+                                     fix="gpus, gpu_mem_gb, cpu, ram_gb, bandwidth are >= 0")
+
+    def check_decision(self, instance: Instance, decision: Decision) -> list[Violation]:
+        placed = set(decision.placed_jobs)
+        return [Violation("unplaced", j.id, "a Liquid batch is placed whole")
+                for j in instance.jobs if j.id not in placed]
+
+    def evaluate(self, instance: Instance, decision: Decision) -> float:
+        return liquid_breakdown(instance, decision).total
+
+
+LIQUID = register_problem(LiquidProblem())
