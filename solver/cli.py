@@ -24,7 +24,7 @@ from .validate import validate
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("benchmarks.cli", "solver.simulate.cli")
 """Modules that add more subcommands: each has ``add_commands(subparsers)``; a command's
 ``func(args) -> int`` is set with ``parser.set_defaults(func=...)``."""
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -214,13 +216,17 @@ def _check_references(instance: Instance) -> None:
 
 
 def read_json(path: str | Path) -> Any:
-    """Parse a JSON file; a parse error becomes an InputError naming the line."""
+    """Parse a JSON file (gzip-compressed when its name ends in ``.gz``); a parse error
+    becomes an InputError naming the line."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        if p.suffix == ".gz":
+            text = gzip.decompress(p.read_bytes()).decode("utf-8")
+        else:
+            text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError("no such file", fix="check the path", source=str(p)) from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
         raise InputError(
             f"cannot read: {exc}", fix="pass a UTF-8 JSON file", source=str(p)
         ) from None

@@ -1,0 +1,237 @@
+"""Subcommands ``bench``, ``report``, ``compete`` and ``library build|verify`` of ``dlsched``.
+
+Exit codes as in :mod:`solver.cli`: 0 success; 1 failures found (a run that errored,
+crashed or was killed; a library file or best known solution that does not verify);
+2 bad input (one line, from :class:`solver.errors.InputError`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+from pathlib import Path
+
+from solver.errors import InputError
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def _split(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    return [v.strip() for item in values for v in item.split(",") if v.strip()]
+
+
+def _seeds(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise InputError(f"seeds {text!r}", field="--seeds",
+                         fix="write comma-separated integers, e.g. 0,1,2") from None
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from .library import load_manifest
+    from .report import console_table
+    from .runner import FAILED, BenchSettings, read_table, run_bench
+    from .suites import load_spec, suite_dir
+
+    directory = suite_dir(args.suite, args.library)
+    manifest = load_manifest(directory)
+    spec = load_spec(directory) if (directory / "suite.json").is_file() else None
+    time_limit = args.time_limit or (spec.bench_time_limit if spec else 10.0)
+    seeds = _seeds(args.seeds) or list(spec.bench_seeds if spec else (0,))
+    output = Path(args.output or f"bench-results/{manifest.suite}.csv")
+    settings = BenchSettings(methods=_split(args.methods), time_limit=time_limit, seeds=seeds,
+                             jobs=args.jobs, executor=args.executor,
+                             progress=not args.no_progress, kill_after=args.kill_after)
+    start = time.perf_counter()
+    rows, notes = run_bench(manifest, settings, output, update_best=args.update_best)
+    elapsed = time.perf_counter() - start
+    table = read_table(output)
+    table = table[(table["suite"] == manifest.suite)
+                  & (table["time_limit"].astype(float) == float(time_limit))]
+    print(console_table(table))
+    for note in notes:
+        print(note)
+    print(f"\n{len(rows)} runs in {elapsed:.1f} s ({len(table)} in the table {output}); "
+          f"{settings.jobs} parallel, time limit {time_limit:g} s")
+    if args.report:
+        from .report import write_report
+
+        write_report(table, args.report)
+        print(f"report: {Path(args.report) / 'summary.md'}")
+    failed = rows[rows["status"].isin(FAILED)] if len(rows) else rows
+    for _, row in failed.iterrows():
+        print(f"FAILED {row['instance']} {row['method']} {row['backend']}: {row['status']} "
+              f"{row['message']}")
+    return EXIT_FAILED if len(failed) else EXIT_OK
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .report import write_report
+    from .runner import read_table
+
+    path = Path(args.input)
+    if not path.is_file():
+        raise InputError("no such results table", field="--input",
+                         fix="pass the CSV or Parquet file written by dlsched bench",
+                         source=str(path))
+    table = read_table(path)
+    if args.suite:
+        table = table[table["suite"] == args.suite]
+    out = Path(args.output_dir or f"{path.with_suffix('')}-report")
+    write_report(table, out, tol=args.tol, plots=not args.no_plots)
+    from .report import console_table
+
+    print(console_table(table, args.tol))
+    print(f"\nwrote {out / 'summary.md'}")
+    return EXIT_OK
+
+
+def _cmd_compete(args: argparse.Namespace) -> int:
+    from .compete import compete, parse_entrant
+    from .library import load_manifest
+    from .suites import load_spec, suite_dir
+
+    directory = suite_dir(args.suite, args.library)
+    manifest = load_manifest(directory)
+    names = args.name or []
+    entrants = [parse_entrant(s, names[i] if i < len(names) else None)
+                for i, s in enumerate(args.solver)]
+    if len({e.name for e in entrants}) != len(entrants):
+        raise InputError("two entrants share a name", field="--name",
+                         fix="give each --solver its own --name")
+    spec = load_spec(directory) if (directory / "suite.json").is_file() else None
+    limit = args.time_limit or (spec.bench_time_limit if spec else 10.0)
+    output = Path(args.output or f"compete-results/{manifest.suite}")
+    board, notes = compete(manifest, entrants, output, time_limit=limit, grace=args.grace,
+                           seed=args.seed, update_best=args.update_best,
+                           progress=not args.no_progress)
+    from .report import markdown_table
+
+    print(markdown_table(board, ".4f"))
+    for note in notes:
+        print(note)
+    print(f"\nwrote {output / 'leaderboard.md'} and {output / 'scores.csv'}")
+    return EXIT_OK
+
+
+def _cmd_library_build(args: argparse.Namespace) -> int:
+    from .library import build_suite
+
+    start = time.perf_counter()
+    manifest = build_suite(args.suite, library=args.library, jobs=args.jobs,
+                           time_limit=args.time_limit, recompute=args.recompute,
+                           progress=not args.no_progress)
+    counts: dict[str, int] = {}
+    for rec in manifest.entries.values():
+        status = (rec.get("best") or {}).get("status", "none")
+        counts[status] = counts.get(status, 0) + 1
+    print(f"suite {manifest.suite}: {len(manifest.entries)} instances in "
+          f"{manifest.directory}; best known: "
+          + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+          + f" ({time.perf_counter() - start:.1f} s)")
+    return EXIT_OK
+
+
+def _cmd_library_verify(args: argparse.Namespace) -> int:
+    from .library import verify
+    from .suites import LIBRARY_ROOT
+
+    if args.suite:
+        suites = [args.suite]
+    else:
+        root = Path(args.library) if args.library else LIBRARY_ROOT
+        suites = sorted(str(p.parent) for p in root.glob("*/manifest.json"))
+        if not suites:
+            raise InputError("no suite with a manifest", field="--library",
+                             fix="build one: dlsched library build --suite NAME",
+                             source=str(root))
+    bad = 0
+    for suite in suites:
+        checked, failures = verify(suite, args.library)
+        print(f"{Path(suite).name}: {checked} instances, "
+              + ("all verified" if not failures else f"{len(failures)} failures"))
+        for line in failures:
+            print(f"  FAIL {line}")
+        bad += len(failures)
+    return EXIT_FAILED if bad else EXIT_OK
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``bench``, ``report``, ``compete`` and ``library`` to the ``dlsched`` parser."""
+    def suite_options(p: argparse.ArgumentParser, required: bool = True) -> None:
+        p.add_argument("--suite", required=required,
+                       help="suite name in the library (quick, paper, ...) or a suite directory")
+        p.add_argument("--library", help="library directory (default: the package's)")
+
+    bench = subparsers.add_parser("bench", help="run methods × instances of a suite",
+                                  description="Run methods × instances (× backends × seeds) "
+                                  "of a suite in parallel and append one row per run.")
+    suite_options(bench)
+    bench.add_argument("--methods", action="append", metavar="M[,M:BACKEND...]",
+                       help="methods to run (default: all registered for each problem)")
+    bench.add_argument("--time-limit", type=float, help="seconds per run (suite default)")
+    bench.add_argument("--seeds", help="comma-separated seeds (suite default, usually 0)")
+    bench.add_argument("--jobs", type=int, default=2, help="parallel runs (2)")
+    bench.add_argument("--executor", default="process",
+                       help="process (default), dask (local cluster) or dask://HOST:PORT")
+    bench.add_argument("--output", help="results table, .csv or .parquet "
+                       "(default bench-results/SUITE.csv); existing runs are skipped")
+    bench.add_argument("--kill-after", type=float,
+                       help="hard wall-clock limit per run (2 × time limit + 60)")
+    bench.add_argument("--update-best", action="store_true",
+                       help="store validated improvements as the suite's best known values")
+    bench.add_argument("--report", metavar="DIR", help="also write the report to DIR")
+    bench.add_argument("--no-progress", action="store_true", help="no progress bar")
+    bench.set_defaults(func=_cmd_bench)
+
+    rep = subparsers.add_parser("report", help="summaries and performance profiles",
+                                description="Summaries per problem and method, profiles "
+                                "(PNG, CSV) and a markdown summary from a results table.")
+    rep.add_argument("--input", required=True, help="results table written by bench")
+    rep.add_argument("--suite", help="only this suite's rows")
+    rep.add_argument("--output-dir", help="directory to write (default TABLE-report)")
+    rep.add_argument("--tol", type=float, default=1e-6,
+                     help="relative gap counted as reaching the best value (1e-6)")
+    rep.add_argument("--no-plots", action="store_true", help="tables only")
+    rep.set_defaults(func=_cmd_report)
+
+    com = subparsers.add_parser("compete", help="score solvers on a suite (leaderboard)",
+                                description="Run solvers on every instance of a suite with "
+                                "a time limit enforced from outside; score and rank them.")
+    suite_options(com)
+    com.add_argument("--solver", action="append", required=True,
+                     help='"COMMAND {instance} {solution} [{time_limit}] [{seed}]" or '
+                     "module:function (repeatable)")
+    com.add_argument("--name", action="append", help="entrant name per --solver")
+    com.add_argument("--time-limit", type=float, help="seconds per instance (suite default)")
+    com.add_argument("--grace", type=float, default=2.0,
+                     help="seconds between SIGTERM and SIGKILL (2)")
+    com.add_argument("--seed", type=int, default=0, help="value of {seed} (0)")
+    com.add_argument("--output", help="directory (default compete-results/SUITE)")
+    com.add_argument("--update-best", action="store_true",
+                     help="store validated improvements as best known values")
+    com.add_argument("--no-progress", action="store_true")
+    com.set_defaults(func=_cmd_compete)
+
+    lib = subparsers.add_parser("library", help="build or verify instance suites")
+    lib_sub = lib.add_subparsers(dest="library_command", required=True,
+                                 parser_class=type(lib))
+    build = lib_sub.add_parser("build", help="(re)build a suite from its suite.json")
+    suite_options(build)
+    build.add_argument("--jobs", type=int, default=2, help="parallel best-known runs (2)")
+    build.add_argument("--time-limit", type=float, help="seconds per best-known run "
+                       "(the spec's)")
+    build.add_argument("--recompute", action="store_true",
+                       help="recompute best known values even for unchanged instances")
+    build.add_argument("--no-progress", action="store_true")
+    build.set_defaults(func=_cmd_library_build)
+    ver = lib_sub.add_parser("verify", help="check hashes and best known solutions")
+    suite_options(ver, required=False)
+    ver.set_defaults(func=_cmd_library_verify)
+    logging.getLogger("benchmarks").addHandler(logging.NullHandler())

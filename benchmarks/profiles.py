@@ -1,0 +1,162 @@
+"""Performance profiles (Dolan & Moré 2002) and the shifted geometric mean.
+
+Time profile. For problem p (an instance and seed) and solver s (a method, with its
+backend), t[p,s] is the run's wall time when the run *solved* p — its evaluated objective
+is within ``tol`` of the reference (the best objective known for p, see
+:func:`reference_values`) — and +inf otherwise. The ratio r[p,s] = t[p,s] / min_s t[p,s]
+(+inf when no solver solved p), and the profile is
+
+    rho_s(tau) = |{p : r[p,s] <= tau}| / |P|,
+
+so rho_s(1) is the share of problems on which s was fastest, and rho_s(tau) for large tau
+the share it solved at all.
+
+Gap profile. A ratio of gaps is undefined when the best gap is 0, which is the common
+case; the gap profile is therefore the distribution of the gap to the reference itself:
+rho_s(tau) = |{p : gap[p,s] <= tau}| / |P|, with a failed run (no valid solution) at +inf.
+
+Shifted geometric mean of times with shift ``s`` (1 s here, as MIPLIB reports):
+exp(mean(ln(t + s))) − s.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+SOLVED_TOL = 1e-6
+"""A run solved a problem when its gap to the reference is at most this (relative)."""
+SHIFT = 1.0
+"""Shift of the shifted geometric mean of times, in seconds."""
+NOISE = 1e-12
+"""Relative differences up to this are float summation noise and count as 0."""
+
+
+def shifted_geometric_mean(values: Iterable[float], shift: float = SHIFT) -> float:
+    """exp(mean(ln(v + shift))) − shift; NaN for no values."""
+    arr = np.asarray(list(values), dtype=float)
+    if arr.size == 0:
+        return math.nan
+    return float(np.exp(np.mean(np.log(np.maximum(arr, 0.0) + shift))) - shift)
+
+
+def reference_values(table: pd.DataFrame) -> pd.Series:
+    """Best objective per instance: the best known value recorded with the runs, or any
+    run's better objective. Indexed by ``instance``; uses column ``sense`` if present,
+    else ``min``."""
+    refs: dict[str, float] = {}
+    for name, group in table.groupby("instance", sort=True):
+        sense = group["sense"].iloc[0] if "sense" in group else "min"
+        values = pd.concat([group["objective"], group.get("best_known", pd.Series(dtype=float))])
+        values = values.dropna().astype(float)
+        if len(values):
+            refs[name] = float(values.min() if sense == "min" else values.max())
+    return pd.Series(refs, dtype=float)
+
+
+def gaps_to_reference(table: pd.DataFrame) -> pd.Series:
+    """Gap of each row to its instance's reference (+inf without a valid objective).
+
+    The formula of :func:`benchmarks.runner.gap_to_best`; never negative here since the
+    reference is at least as good as every run.
+    """
+    refs = reference_values(table)
+    out = []
+    for _, row in table.iterrows():
+        obj, ref = row["objective"], refs.get(row["instance"])
+        if obj is None or pd.isna(obj) or ref is None or pd.isna(ref):
+            out.append(math.inf)
+            continue
+        sense = row.get("sense", "min")
+        scale = max(abs(obj), abs(ref))
+        diff = obj - ref if sense == "min" else ref - obj
+        # differences at the level of float summation noise are no gap
+        out.append(0.0 if diff <= NOISE * scale else diff / scale)
+    return pd.Series(out, index=table.index, dtype=float)
+
+
+def solver_label(table: pd.DataFrame) -> pd.Series:
+    """``method`` or ``method/backend``."""
+    raw = table["backend"].astype(object)
+    backend = raw.where(raw.notna(), "").astype(str)
+    return table["method"].astype(str) + np.where(backend != "", "/" + backend, "")
+
+
+def time_ratios(table: pd.DataFrame, tol: float = SOLVED_TOL) -> pd.DataFrame:
+    """r[p,s]: rows are problems (instance, seed), columns are solvers."""
+    frame = table.assign(solver=solver_label(table), gap=gaps_to_reference(table))
+    frame["t"] = np.where(frame["gap"] <= tol, frame["wall_time"].astype(float), np.inf)
+    t = frame.pivot_table(index=["instance", "seed"], columns="solver", values="t",
+                          aggfunc="min", fill_value=np.inf)
+    best = t.min(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ratios = t.div(best.replace(0.0, np.finfo(float).tiny), axis=0)
+    ratios[~np.isfinite(best)] = np.inf
+    return ratios
+
+
+def gap_matrix(table: pd.DataFrame) -> pd.DataFrame:
+    """gap[p,s] to the reference (+inf when the run has no valid solution)."""
+    frame = table.assign(solver=solver_label(table), gap=gaps_to_reference(table))
+    return frame.pivot_table(index=["instance", "seed"], columns="solver", values="gap",
+                             aggfunc="min", fill_value=np.inf)
+
+
+def profile(matrix: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
+    """rho_s(tau) for each tau (rows) and solver (columns) from a ratio or gap matrix."""
+    n = len(matrix)
+    data = {s: [float((matrix[s] <= tau).sum()) / n if n else math.nan for tau in taus]
+            for s in matrix.columns}
+    return pd.DataFrame(data, index=pd.Index(list(taus), name="tau"))
+
+
+def profile_steps(matrix: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Step-function points (sorted finite values, cumulative share) per solver."""
+    n = len(matrix)
+    out = {}
+    for s in matrix.columns:
+        vals = np.sort(matrix[s].to_numpy(dtype=float))
+        vals = vals[np.isfinite(vals)]
+        out[s] = (vals, np.arange(1, len(vals) + 1) / n)
+    return out
+
+
+def plot_profile(matrix: pd.DataFrame, path: str, *, title: str, xlabel: str,
+                 log_x: bool = True, floor: float | None = None) -> None:
+    """Write the profile of ``matrix`` as a PNG (step plot, one line per solver).
+
+    ``floor`` replaces values below it (a gap of 0 on a log axis) and is marked in the
+    axis label.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    finite = matrix.to_numpy(dtype=float)
+    finite = finite[np.isfinite(finite)]
+    top = float(finite.max()) if finite.size else 1.0
+    styles = ("-", "--", ":", "-.")
+    for i, (s, (x, y)) in enumerate(profile_steps(matrix).items()):
+        if floor is not None:
+            x = np.maximum(x, floor)
+        right = max(top * 1.5, (floor or 1.0) * 10)
+        xs = np.concatenate([[floor if floor is not None else 1.0], x, [right]])
+        ys = np.concatenate([[0.0], y, [y[-1] if len(y) else 0.0]])
+        ax.step(xs, ys, where="post", label=s, linestyle=styles[i % len(styles)],
+                linewidth=1.6)
+    if log_x:
+        ax.set_xscale("log")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("share of problems")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,196 @@
+"""Suite specifications: which instances a named suite holds, as data.
+
+A suite is a directory (``instances/library/NAME/`` for the shipped ones) whose
+``suite.json`` lists entries; each entry makes one instance per seed:
+
+``{"name": "horus-16x8", "generator": "horus", "arguments": {...}, "seeds": [0, 1]}``
+    a registered generator (``dlsched generate PROBLEM``), called as
+    ``build(seed=seed, **arguments)``;
+``{"name": "philly-snap", "builder": "package.module:function", "arguments": {...},
+"seeds": [0]}``
+    any importable function with the same call convention (trace importers);
+``{"name": "my-file", "file": "relative/or/absolute.json"}``
+    an existing instance file, taken as it is (no seed).
+
+Optional top-level keys: ``description``; ``best_known`` — how ``dlsched library build``
+finds the best known solutions: ``{"runs": [{"method": "exact", "backend": "cbc"}, ...],
+"time_limit": 60}``; ``bench`` — defaults for ``dlsched bench``: ``{"time_limit": 10,
+"seeds": [0]}``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from solver.errors import InputError
+from solver.instance import Instance, load_instance
+from solver.registry import generators
+
+LIBRARY_ROOT = Path(__file__).resolve().parent.parent / "instances" / "library"
+SPEC_FILE = "suite.json"
+MANIFEST_FILE = "manifest.json"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of a suite spec: a generator, a builder function or a file."""
+
+    name: str
+    generator: str | None = None
+    builder: str | None = None
+    file: str | None = None
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    seeds: tuple[int, ...] = (0,)
+
+    def instance_names(self) -> list[str]:
+        """File stems of the instances this entry makes."""
+        if self.file is not None:
+            return [self.name]
+        return [f"{self.name}-s{seed}" for seed in self.seeds]
+
+
+@dataclass(frozen=True)
+class BestKnownRuns:
+    """How ``library build`` computes best known solutions: runs of registered methods."""
+
+    runs: tuple[tuple[str, str | None], ...] = (("exact", None),)
+    time_limit: float = 60.0
+
+
+@dataclass(frozen=True)
+class SuiteSpec:
+    """A parsed ``suite.json`` and the directory it lives in."""
+
+    name: str
+    directory: Path
+    entries: tuple[Entry, ...]
+    description: str = ""
+    best_known: BestKnownRuns = BestKnownRuns()
+    bench_time_limit: float = 10.0
+    bench_seeds: tuple[int, ...] = (0,)
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.directory / MANIFEST_FILE
+
+
+def suite_dir(suite: str | Path, library: str | Path | None = None) -> Path:
+    """The directory of suite ``suite``: a name in the library, or a path to a directory."""
+    path = Path(suite)
+    if (path / SPEC_FILE).is_file() or (path / MANIFEST_FILE).is_file():
+        return path
+    root = Path(library) if library is not None else LIBRARY_ROOT
+    candidate = root / str(suite)
+    if candidate.is_dir():
+        return candidate
+    known = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+    raise InputError(
+        f"no suite {str(suite)!r}",
+        field="--suite",
+        fix=f"use one of: {', '.join(known) or '(none)'}, or a directory with {SPEC_FILE}",
+    )
+
+
+def load_spec(suite: str | Path, library: str | Path | None = None) -> SuiteSpec:
+    """Read and check the ``suite.json`` of a suite."""
+    directory = suite_dir(suite, library)
+    path = directory / SPEC_FILE
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("no suite spec", fix=f"write {SPEC_FILE}", source=str(path)) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON at line {exc.lineno}: {exc.msg}",
+                         fix="fix the JSON syntax", source=str(path)) from None
+    try:
+        return _parse_spec(doc, directory)
+    except InputError as exc:
+        raise exc.with_source(str(path)) from None
+
+
+def _parse_spec(doc: Any, directory: Path) -> SuiteSpec:
+    if not isinstance(doc, dict) or not isinstance(doc.get("instances"), list):
+        raise InputError("a suite spec is an object with an 'instances' list",
+                         field="instances", fix="list the suite's entries under 'instances'")
+    entries = []
+    names: set[str] = set()
+    for i, raw in enumerate(doc["instances"]):
+        entry = _parse_entry(raw, f"instances[{i}]")
+        for stem in entry.instance_names():
+            if stem in names:
+                raise InputError(f"instance name {stem!r} repeats", field=f"instances[{i}].name",
+                                 fix="give every entry a unique name")
+            names.add(stem)
+        entries.append(entry)
+    best = doc.get("best_known", {})
+    runs = tuple((r["method"], r.get("backend")) for r in best.get("runs", [{"method": "exact"}]))
+    bench = doc.get("bench", {})
+    return SuiteSpec(
+        name=str(doc.get("name", directory.name)),
+        directory=directory,
+        entries=tuple(entries),
+        description=str(doc.get("description", "")),
+        best_known=BestKnownRuns(runs, float(best.get("time_limit", 60.0))),
+        bench_time_limit=float(bench.get("time_limit", 10.0)),
+        bench_seeds=tuple(int(s) for s in bench.get("seeds", [0])),
+    )
+
+
+def _parse_entry(raw: Any, where: str) -> Entry:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        raise InputError("an entry is an object with a 'name'", field=where,
+                         fix="write {\"name\": ..., \"generator\": ..., \"seeds\": [...]}")
+    kinds = [k for k in ("generator", "builder", "file") if k in raw]
+    if len(kinds) != 1:
+        raise InputError(f"entry {raw['name']!r} names {kinds or 'no source'}", field=where,
+                         fix="give exactly one of 'generator', 'builder', 'file'")
+    seeds = raw.get("seeds", [0])
+    if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds) or not seeds:
+        raise InputError(f"seeds = {seeds!r}", field=f"{where}.seeds",
+                         fix="give a non-empty list of integers")
+    arguments = raw.get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise InputError("arguments must be an object", field=f"{where}.arguments",
+                         fix="write keyword arguments as {\"name\": value}")
+    return Entry(name=raw["name"], generator=raw.get("generator"), builder=raw.get("builder"),
+                 file=raw.get("file"), arguments=arguments, seeds=tuple(seeds))
+
+
+def _callable(entry: Entry) -> Callable[..., Instance]:
+    if entry.generator is not None:
+        specs = generators()
+        if entry.generator not in specs:
+            raise InputError(f"no generator {entry.generator!r}", field=f"{entry.name}.generator",
+                             fix=f"use one of: {', '.join(specs)}")
+        return specs[entry.generator].build
+    module_name, _, func = str(entry.builder).partition(":")
+    try:
+        return getattr(importlib.import_module(module_name), func)
+    except (ImportError, AttributeError):
+        raise InputError(f"cannot import {entry.builder!r}", field=f"{entry.name}.builder",
+                         fix="write package.module:function of an importable function") from None
+
+
+def expand(spec: SuiteSpec) -> Iterator[tuple[str, Entry, int | None, Instance]]:
+    """Make every instance of the suite: ``(file stem, entry, seed, instance)``, in order."""
+    for entry in spec.entries:
+        if entry.file is not None:
+            path = Path(entry.file)
+            if not path.is_absolute():
+                path = spec.directory / path
+            yield entry.name, entry, None, load_instance(path)
+            continue
+        build = _callable(entry)
+        for seed in entry.seeds:
+            try:
+                instance = build(seed=seed, **entry.arguments)
+            except (TypeError, ValueError) as exc:
+                raise InputError(f"cannot build seed {seed}: {exc}",
+                                 field=f"{entry.name}.arguments",
+                                 fix="use the generator's keyword arguments") from None
+            yield f"{entry.name}-s{seed}", entry, seed, instance

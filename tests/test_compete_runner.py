@@ -1,0 +1,152 @@
+"""The competition runner: wrong solvers score zero with the reason; the runner survives."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+import pandas as pd
+import pytest
+
+from benchmarks.compete import compete, leaderboard, parse_entrant, score
+from benchmarks.library import build_suite
+from solver import InputError
+from solver.cli import main
+
+PY = sys.executable
+
+# each script: argv = instance path, solution path
+SCRIPTS = {
+    # every job waits: feasible, scored against the best known
+    "waits": """
+        doc = json.load(open(sys.argv[1]))
+        json.dump({"format_version": 1, "instance_sha256": doc["sha256"],
+                   "placements": []}, open(sys.argv[2], "w"))
+    """,
+    # the first job on no GPU at all: the validator rejects it
+    "infeasible": """
+        doc = json.load(open(sys.argv[1]))
+        json.dump({"format_version": 1, "instance_sha256": doc["sha256"],
+                   "placements": [{"job": doc["jobs"][0]["id"], "gpus": []}]},
+                  open(sys.argv[2], "w"))
+    """,
+    "garbage": """
+        open(sys.argv[2], "w").write("this is not JSON")
+    """,
+    "wrong": """
+        json.dump({"format_version": 1, "instance_sha256": "0" * 64, "placements": []},
+                  open(sys.argv[2], "w"))
+    """,
+    "crash": """
+        print("boom: out of ideas", file=sys.stderr)
+        sys.exit(3)
+    """,
+    "missing": """
+        pass
+    """,
+    "sleeps": """
+        time.sleep(60)
+    """,
+    # ignores SIGTERM: killed after the grace period, its late file does not count
+    "stubborn": """
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        doc = json.load(open(sys.argv[1]))
+        time.sleep(60)
+    """,
+}
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    """A two-instance Horus suite with proven best known values."""
+    root = tmp_path_factory.mktemp("lib") / "two"
+    root.mkdir()
+    spec = {"name": "two", "best_known": {"runs": [{"method": "exact", "backend": "cbc"}]},
+            "instances": [{"name": "h", "generator": "horus", "seeds": [0, 1],
+                           "arguments": {"nodes": 2, "gpus_per_node": 4, "beta": 4,
+                                         "busy": 0.5}}]}
+    (root / "suite.json").write_text(json.dumps(spec))
+    return build_suite(root, jobs=1, progress=False)
+
+
+@pytest.fixture(scope="module")
+def scripts(tmp_path_factory):
+    """The solver scripts, written once."""
+    root = tmp_path_factory.mktemp("solvers")
+    paths = {}
+    for name, body in SCRIPTS.items():
+        path = root / f"{name}.py"
+        path.write_text("import json, signal, sys, time\n" + textwrap.dedent(body))
+        paths[name] = path
+    return paths
+
+
+def test_bad_solvers_score_zero_with_reasons(suite, scripts, tmp_path):
+    entrants = [parse_entrant(f"{PY} {path} {{instance}} {{solution}}", name)
+                for name, path in scripts.items()]
+    board, _ = compete(suite, entrants, tmp_path, time_limit=1.0, grace=0.5, progress=False)
+    scores = pd.read_csv(tmp_path / "scores.csv", keep_default_na=False, na_values=[""])
+    assert len(scores) == len(SCRIPTS) * 2
+    outcome = dict(zip(scores["entrant"], scores["outcome"], strict=False))
+    assert outcome == {"waits": "ok", "infeasible": "infeasible", "garbage": "garbage",
+                       "wrong": "wrong_instance", "crash": "crash", "missing": "missing",
+                       "sleeps": "timeout", "stubborn": "timeout"}
+    bad = scores[scores["entrant"] != "waits"]
+    assert (bad["score"] == 0).all()
+    assert bad["reason"].str.len().min() > 0
+    reason = dict(zip(scores["entrant"], scores["reason"], strict=False))
+    assert "exit code 3: boom: out of ideas" in reason["crash"]
+    assert "[demand]" in reason["infeasible"]
+    assert "killed" in reason["stubborn"]
+    assert scores[scores["entrant"] == "stubborn"]["wall_time"].max() < 5
+    # waiting everybody costs more than the optimum: score = best / objective in (0, 1)
+    waits = scores[scores["entrant"] == "waits"]
+    expected = (waits["best_known"] / waits["objective"]).tolist()
+    assert waits["score"].tolist() == pytest.approx(expected)
+    assert all(0 < s < 1 for s in expected)
+    assert board.iloc[0]["entrant"] == "waits" and board.iloc[0]["valid"] == 2
+    assert (tmp_path / "leaderboard.md").read_text().count("|") > 10
+
+
+def test_callable_entrant_runs_in_a_subprocess(suite, tmp_path, monkeypatch):
+    (tmp_path / "mysolver.py").write_text(textwrap.dedent("""
+        from solver import solve
+
+        def exact(instance, time_limit=None):
+            return solve(instance, "exact", backend="cbc", time_limit=time_limit)
+    """))
+    monkeypatch.chdir(tmp_path)
+    entrant = parse_entrant("mysolver:exact")
+    board, _ = compete(suite, [entrant], tmp_path / "out", time_limit=30.0, progress=False)
+    # the exact model finds the proven optima: full score on both instances
+    assert board.iloc[0]["total score"] == pytest.approx(2.0)
+
+
+def test_score_rule_by_hand():
+    # minimization, positive: 10 / 12
+    assert score(12.0, 10.0, "min") == pytest.approx(10 / 12)
+    # maximization, positive: 8 / 10
+    assert score(8.0, 10.0, "max") == pytest.approx(0.8)
+    # better than the best known: clipped to 1
+    assert score(9.0, 10.0, "min") == 1.0
+    assert score(None, 10.0, "min") == 0.0
+
+
+def test_leaderboard_rescores_against_the_best_entrant():
+    rows = pd.DataFrame({
+        "entrant": ["a", "b", "a", "b"], "instance": ["i", "i", "k", "k"],
+        "time_limit": 1.0, "sense": "min", "objective": [4.0, 5.0, 2.0, float("nan")],
+        "best_known": [float("nan"), float("nan"), 2.0, 2.0],
+        "outcome": ["ok", "ok", "ok", "timeout"]})
+    board = leaderboard(rows).set_index("entrant")
+    # i has no best known: reference = a's 4; a scores 1 + 1, b scores 4/5 + 0
+    assert board.loc["a", "total score"] == pytest.approx(2.0)
+    assert board.loc["b", "total score"] == pytest.approx(0.8)
+    assert board.loc["b", "failures"] == "timeout 1"
+
+
+def test_entrant_input_errors():
+    with pytest.raises(InputError, match="lacks"):
+        parse_entrant("mysolver --in x")
+    assert main(["compete", "--suite", "no-such-suite", "--solver", "a:b"]) == 2
