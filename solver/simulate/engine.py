@@ -192,6 +192,7 @@ def simulate(
     frag_samples: bool = True,
     progress: Callable[[int], None] | None = None,
     max_time: float | None = None,
+    observe: Callable[[Instance], None] | None = None,
 ) -> SimRun:
     """Replay ``workload`` under ``policy``.
 
@@ -211,6 +212,9 @@ def simulate(
         Called with the number of jobs completed since the last call.
     max_time
         Stop (with SimulationError) if the clock passes this time.
+    observe
+        Called with every snapshot before the policy sees it (to sample snapshots; an
+        exception it raises ends the run and propagates).
 
     Returns
     -------
@@ -232,6 +236,7 @@ def simulate(
     speed = speed or SpeedModel.default_for(workload.problem)
     bound = speed.bind(workload)
     sim = _Engine(workload, policy, bound, record_events, frag_samples, progress, max_time)
+    sim.observe = observe
     return sim.run()
 
 
@@ -274,6 +279,7 @@ class _Engine:
         self.frag_samples = frag_samples
         self.progress = progress
         self.max_time = max_time
+        self.observe: Callable[[Instance], None] | None = None
         self.events: list[tuple[float, str, str]] = []
         self.busy_t: list[float] = []
         self.busy_n: list[int] = []
@@ -461,7 +467,10 @@ class _Engine:
 
     def _decide(self, t: float) -> None:
         self.calls += 1
-        decision, wake = self.caller(self._snapshot(t))
+        snapshot = self._snapshot(t)
+        if self.observe is not None:
+            self.observe(snapshot)
+        decision, wake = self.caller(snapshot)
         for pl in decision.placements:
             self._start(self.pending[pl.job], pl.gpus, t)
         if wake is not None and wake > t:
