@@ -34,15 +34,14 @@ import pulp
 from ortools.sat.python import cp_model
 
 from solver.decision import Decision, Placement
-from solver.errors import InputError
 from solver.instance import Instance
 from solver.problems.genie import GenieTable, ShapeOption, free_gpus_by_server, genie_table
-from solver.registry import MethodSpec, register_method
+from solver.registry import MethodSpec, check_options, register_method
 from solver.solve import MethodOutput
 
 from .cpsat_backend import SCALE, run_cpsat
 from .cpsat_backend import model_size as cpsat_size
-from .pulp_backend import PULP_BACKENDS, is_one, run_pulp
+from .pulp_backend import PULP_BACKENDS, is_one, run_pulp, write_model
 from .pulp_backend import model_size as pulp_size
 
 
@@ -228,9 +227,7 @@ def _solve_cpsat(data: GenieData, time_limit: float | None, seed: int
 def run_exact(instance: Instance, *, backend: str, time_limit: float | None, seed: int = 0,
               symmetry: bool = True, prune: bool = True, **options) -> MethodOutput:
     """Solve the GENIE snapshot model (options: ``symmetry``, ``prune``, both on)."""
-    if options:
-        raise InputError(f"unknown options {sorted(options)}", field="options",
-                         fix="the exact GENIE model takes symmetry=true|false, prune=true|false")
+    check_options(options, ("symmetry", "prune"))
     data = genie_data(instance, symmetry=bool(symmetry), prune=bool(prune))
     if backend == "cpsat":
         out, chosen = _solve_cpsat(data, time_limit, seed)
@@ -245,12 +242,7 @@ def run_exact(instance: Instance, *, backend: str, time_limit: float | None, see
 def export_model(instance: Instance, path: str | Path, fmt: str) -> None:
     """Write the PuLP model (a minimization of −F) as an MPS or LP file."""
     prob = build_pulp(genie_data(instance)).prob
-    if fmt == "mps":
-        prob.writeMPS(str(path))
-    elif fmt == "lp":
-        prob.writeLP(str(path))
-    else:
-        raise ValueError(f"unknown export format {fmt!r}")
+    write_model(prob, path, fmt)
 
 
 register_method(MethodSpec(

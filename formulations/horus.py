@@ -37,14 +37,14 @@ from solver.decision import Decision, Placement
 from solver.errors import InputError
 from solver.instance import Instance
 from solver.problems.horus import HorusCosts, horus_costs
-from solver.registry import MethodSpec, register_method
+from solver.registry import MethodSpec, check_options, register_method
 from solver.result import Status
 from solver.solve import MethodOutput
 from solver.state import EPS, ClusterState
 
 from .cpsat_backend import SCALE, run_cpsat
 from .cpsat_backend import model_size as cpsat_size
-from .pulp_backend import PULP_BACKENDS, is_one, run_pulp
+from .pulp_backend import PULP_BACKENDS, is_one, run_pulp, write_model
 from .pulp_backend import model_size as pulp_size
 
 CutPoints = dict[int, set[int]]
@@ -393,9 +393,7 @@ def _remaining(deadline: float | None) -> float | None:
 def run_exact(instance: Instance, *, backend: str, time_limit: float | None, seed: int = 0,
               **options) -> MethodOutput:
     """Solve the Horus model; for the colocation cost model, a cutting-plane loop."""
-    if options:
-        raise InputError(f"unknown options {sorted(options)}", field="options",
-                         fix="the exact Horus model takes no options")
+    check_options(options)
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     data = horus_data(instance)
     cuts: CutPoints = initial_cut_points(data) if data.colocation else {}
@@ -428,12 +426,7 @@ def run_exact(instance: Instance, *, backend: str, time_limit: float | None, see
 def export_model(instance: Instance, path: str | Path, fmt: str) -> None:
     """Write the PuLP model as an MPS or LP file (colocation: its first round)."""
     prob = build_pulp(horus_data(instance)).prob
-    if fmt == "mps":
-        prob.writeMPS(str(path))
-    elif fmt == "lp":
-        prob.writeLP(str(path))
-    else:
-        raise ValueError(f"unknown export format {fmt!r}")
+    write_model(prob, path, fmt)
 
 
 register_method(MethodSpec(

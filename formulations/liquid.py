@@ -38,7 +38,6 @@ import numpy as np
 import pulp
 from ortools.sat.python import cp_model
 
-from solver.errors import InputError
 from solver.instance import Instance
 from solver.problems.liquid import (
     EPS,
@@ -47,13 +46,13 @@ from solver.problems.liquid import (
     liquid_data,
     topology_groups,
 )
-from solver.registry import MethodSpec, register_method
+from solver.registry import MethodSpec, check_options, register_method
 from solver.result import Status
 from solver.solve import MethodOutput
 
 from .cpsat_backend import SCALE, run_cpsat
 from .cpsat_backend import model_size as cpsat_size
-from .pulp_backend import PULP_BACKENDS, is_one, run_pulp
+from .pulp_backend import PULP_BACKENDS, is_one, run_pulp, write_model
 from .pulp_backend import model_size as pulp_size
 
 
@@ -307,9 +306,7 @@ def solve_cpsat(md: ModelData, time_limit: float | None, seed: int):
 def run_exact(instance: Instance, *, backend: str, time_limit: float | None, seed: int = 0,
               **options) -> MethodOutput:
     """Solve the batch exactly; every container placed, or INFEASIBLE."""
-    if options:
-        raise InputError(f"unknown options {sorted(options)}", field="options",
-                         fix="the exact Liquid model takes no options")
+    check_options(options)
     md = model_data(instance)
     problem = _check_fits(md)
     if problem:
@@ -327,12 +324,7 @@ def run_exact(instance: Instance, *, backend: str, time_limit: float | None, see
 def export_model(instance: Instance, path: str | Path, fmt: str) -> None:
     """Write the PuLP model as an MPS or LP file."""
     prob, _ = build_pulp(model_data(instance))
-    if fmt == "mps":
-        prob.writeMPS(str(path))
-    elif fmt == "lp":
-        prob.writeLP(str(path))
-    else:
-        raise ValueError(f"unknown export format {fmt!r}")
+    write_model(prob, path, fmt)
 
 
 register_method(MethodSpec(

@@ -13,6 +13,7 @@ import tempfile
 import time
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 import pulp
 
@@ -102,6 +103,16 @@ def _cbc_bound(log: str) -> float | None:
         return float(match.group(1))
     except ValueError:
         return None
+
+
+def write_model(prob: pulp.LpProblem, path: str | Path, fmt: str) -> None:
+    """Write ``prob`` as an MPS or LP file."""
+    if fmt == "mps":
+        prob.writeMPS(str(path))
+    elif fmt == "lp":
+        prob.writeLP(str(path))
+    else:
+        raise ValueError(f"unknown export format {fmt!r}")
 
 
 def is_one(var: pulp.LpVariable) -> bool:

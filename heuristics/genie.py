@@ -51,7 +51,7 @@ from solver.problems.genie import (
     genie_table,
     parse_genie_params,
 )
-from solver.registry import MethodSpec, register_method
+from solver.registry import MethodSpec, check_options, register_method
 from solver.result import Status
 from solver.solve import MethodOutput
 
@@ -272,10 +272,7 @@ def tetris_cer(instance: Instance) -> Decision:
 
 def _method(fn, allowed: tuple[str, ...]):
     def run(instance: Instance, *, backend=None, time_limit=None, seed: int = 0, **options):
-        unknown = sorted(set(options) - set(allowed))
-        if unknown:
-            raise InputError(f"unknown options {unknown}", field="options",
-                             fix=f"this method takes {', '.join(allowed) or 'no options'}")
+        check_options(options, allowed)
         return MethodOutput(fn(instance, **options), Status.FEASIBLE)
 
     return run

@@ -23,11 +23,10 @@ import math
 import numpy as np
 
 from solver.decision import Decision, Placement
-from solver.errors import InputError
 from solver.instance import Instance
 from solver.jobs import Job
 from solver.problems.horus import parse_horus_params, share_costs
-from solver.registry import MethodSpec, register_method
+from solver.registry import MethodSpec, check_options, register_method
 from solver.result import Status
 from solver.solve import MethodOutput
 from solver.state import ClusterState
@@ -158,10 +157,7 @@ def obp(instance: Instance) -> Decision:
 
 def _method(fn, allowed: tuple[str, ...]):
     def run(instance: Instance, *, backend=None, time_limit=None, seed: int = 0, **options):
-        unknown = sorted(set(options) - set(allowed))
-        if unknown:
-            raise InputError(f"unknown options {unknown}", field="options",
-                             fix=f"this method takes {', '.join(allowed) or 'no options'}")
+        check_options(options, allowed)
         kwargs = dict(options)
         if "seed" in allowed:
             kwargs["seed"] = seed

@@ -36,10 +36,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.errors import InputError
 from solver.instance import Instance
 from solver.problems.liquid import EPS, LiquidData, decision_from_assignment, liquid_data
-from solver.registry import MethodSpec, register_method
+from solver.registry import MethodSpec, check_options, register_method
 from solver.result import Status
 from solver.solve import MethodOutput
 
@@ -303,13 +302,6 @@ class Gga:
 
 
 # ----------------------------------------------------------------------------- methods
-def _check(options: dict, allowed: tuple[str, ...]) -> None:
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise InputError(f"unknown options {unknown}", field="options",
-                         fix=f"this method takes {', '.join(allowed) or 'no options'}")
-
-
 def _output(data: LiquidData, assign: np.ndarray | None, message: str = "",
             extra: dict | None = None) -> MethodOutput:
     if assign is None:
@@ -320,7 +312,7 @@ def _output(data: LiquidData, assign: np.ndarray | None, message: str = "",
 
 def _greedy_method(rule: str):
     def run(instance: Instance, *, backend=None, time_limit=None, seed: int = 0, **options):
-        _check(options, ())
+        check_options(options, ())
         data = liquid_data(instance)
         order = interleaved_order(data) if rule == "bestfit" else list(
             range(data.num_containers))
@@ -337,7 +329,7 @@ def run_gga(instance: Instance, *, backend=None, time_limit: float | None = None
             seed: int = 0, **options) -> MethodOutput:
     """The grouping GA; options are the fields of :class:`GgaSettings`."""
     allowed = tuple(GgaSettings.__dataclass_fields__)
-    _check(options, allowed)
+    check_options(options, allowed)
     settings = GgaSettings(**options)
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     data = liquid_data(instance)

@@ -34,7 +34,7 @@ from solver.errors import InputError
 from solver.instance import Instance
 from solver.jobs import Job
 from solver.problems.sched2 import locality_slowdown, parse_sched2_params
-from solver.registry import MethodSpec, register_method
+from solver.registry import MethodSpec, check_options, register_method
 from solver.result import Status
 from solver.solve import MethodOutput
 
@@ -161,10 +161,7 @@ def _method(rule: str):
     allowed = {"backfill", "window", "policy_state"}
 
     def run(instance: Instance, *, backend=None, time_limit=None, seed: int = 0, **options):
-        unknown = sorted(set(options) - allowed)
-        if unknown:
-            raise InputError(f"unknown options {unknown}", field="options",
-                             fix=f"this method takes {', '.join(sorted(allowed))}")
+        check_options(options, allowed)
         decision, delays = select(instance, rule, **options)
         extra = {"policy_state": delays} if rule == "dsif" else {}
         return MethodOutput(decision, Status.FEASIBLE, extra=extra)

@@ -37,7 +37,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
-def _option_pairs(pairs: Sequence[str]) -> dict[str, object]:
+def parse_option_pairs(pairs: Sequence[str]) -> dict[str, object]:
     """``key=value`` strings → dict; values parsed as JSON when they parse."""
     out: dict[str, object] = {}
     for pair in pairs:
@@ -92,7 +92,7 @@ def _format_result(result: Result) -> str:
 def _cmd_solve(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
     result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit,
-                   seed=args.seed, **_option_pairs(args.option))
+                   seed=args.seed, **parse_option_pairs(args.option))
     print(_format_result(result))
     if result.status.value == "invalid_input":
         print(f"error: {args.instance}: {result.message}", file=sys.stderr)

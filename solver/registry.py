@@ -7,7 +7,7 @@ first use, and each plugin module registers what it provides.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,6 +50,15 @@ class GeneratorSpec:
 _METHODS: dict[tuple[str, str], MethodSpec] = {}
 _GENERATORS: dict[str, GeneratorSpec] = {}
 _loaded = False
+
+
+def check_options(options: Mapping[str, Any], allowed: Iterable[str] = ()) -> None:
+    """Raise InputError naming the options a method does not take."""
+    allowed = sorted(allowed)
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise InputError(f"unknown options {unknown}", field="options",
+                         fix=f"this method takes {', '.join(allowed) or 'no options'}")
 
 
 def register_method(spec: MethodSpec) -> MethodSpec:

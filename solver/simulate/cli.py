@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from ..cli import parse_option_pairs
 from ..errors import InputError
 from ..instance import load_instance
 from .engine import Policy, SimulationError, simulate
@@ -53,20 +53,6 @@ def _speed(args: argparse.Namespace, problem: str) -> SpeedModel:
     return SpeedModel(locality=loc, interference=inter, gpu_speed=not args.no_gpu_speed)
 
 
-def _options(pairs: list[str]) -> dict:
-    out = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise InputError(f"option {pair!r} is not key=value", field="--option",
-                             fix="write --option name=value")
-        key, value = pair.split("=", 1)
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
-
 def _cmd_simulate(args: argparse.Namespace) -> int:
     try:
         workload = load_instance(args.workload)
@@ -79,7 +65,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         method = "exact" if args.exact_per_event else args.policy
         policy = Policy(method, backend=args.backend, seed=args.seed,
                         time_limit=args.time_limit if args.exact_per_event or args.backend
-                        else None, options=_options(args.option), interval=args.interval,
+                        else None, options=parse_option_pairs(args.option), interval=args.interval,
                         batch_only=args.batch_only)
         speed = _speed(args, workload.problem)
         bar = None
