@@ -123,3 +123,75 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 register_generator(GeneratorSpec("liquid", generate_liquid, _add_arguments,
                                  "Liquid batch of PS/worker jobs (Fig. 19 mix)"))
+
+
+# ----------------------------------------------------------------------------- workloads
+ONE_SERVER_SECONDS = {"vgg16": 510.0, "resnet50": 203.0, "inception3": 289.0}
+"""Measured seconds of 1 PS + 2 workers on one server (issue 4; the fit's reference)."""
+MIX_SHARES = {m: k / sum(n for _, n in MIX_PER_5_NODES) for m, k in MIX_PER_5_NODES}
+
+
+def generate_liquid_workload(
+    seed: int = 0,
+    nodes: int = 10,
+    gpus_per_node: int = 2,
+    jobs: int = 100,
+    mean_interarrival_s: float = 120.0,
+    *,
+    max_workers: int = 2,
+    max_scale: int = 10,
+    nodes_per_rack: int | None = 5,
+    racks_per_domain: int | None = 2,
+    lam: float = 0.5,
+    distance: str = "paper",
+    objective: str = "paper",
+) -> Instance:
+    """A Liquid workload for ``dlsched simulate``: jobs with submit times and durations.
+
+    Cluster and containers as :func:`generate_liquid`. Per job (seeded): model by the Fig. 19
+    shares (ResNet-50 1/2, Inception V3 1/4, VGG-16 1/4); 1 to ``max_workers`` workers
+    (uniform) plus one PS; exponential inter-arrival times with mean
+    ``mean_interarrival_s`` (first job at 0); ``duration`` = the model's measured one-server
+    time for 1 PS + 2 workers (VGG-16 510 s, ResNet-50 203 s, Inception V3 289 s) × a
+    uniform integer in [1, ``max_scale``] (a number of such runs; our choice). The duration
+    does not depend on the worker count (our choice: the job's work is fixed). Times are
+    rounded to 3 decimals, durations to 1.
+    """
+    if jobs < 1 or mean_interarrival_s <= 0 or max_workers < 1 or max_scale < 1:
+        raise ValueError("jobs, mean_interarrival_s, max_workers and max_scale must be positive")
+    if max_workers > nodes * gpus_per_node:
+        raise ValueError("max_workers exceeds the cluster's GPUs: some jobs could never run")
+    arguments = dict(nodes=nodes, gpus_per_node=gpus_per_node, jobs=jobs,
+                     mean_interarrival_s=mean_interarrival_s, max_workers=max_workers,
+                     max_scale=max_scale, nodes_per_rack=nodes_per_rack,
+                     racks_per_domain=racks_per_domain, lam=lam, distance=distance,
+                     objective=objective)
+    rng = np.random.default_rng(seed)
+    cluster = homogeneous_cluster(nodes, gpus_per_node, nodes_per_rack=nodes_per_rack,
+                                  racks_per_domain=racks_per_domain if nodes_per_rack else None,
+                                  **T4)
+    names = sorted(MIX_SHARES)
+    models = rng.choice(len(names), size=jobs, p=[MIX_SHARES[m] for m in names])
+    workers = rng.integers(1, max_workers + 1, size=jobs)
+    scale = rng.integers(1, max_scale + 1, size=jobs)
+    gaps = rng.exponential(mean_interarrival_s, size=jobs)
+    submit = np.round(np.concatenate([[0.0], np.cumsum(gaps[1:])]), 3)
+    out = []
+    for j in range(jobs):
+        model = names[int(models[j])]
+        bw = BANDWIDTH[model]
+        containers = [Container("ps0", "ps", 0, 0.0, bandwidth=bw, **PS)]
+        containers += [Container(f"w{k}", "worker", 1, WORKER_GPU_MEM_GB[model], bandwidth=bw,
+                                 **WORKER) for k in range(int(workers[j]))]
+        out.append(Job(id=f"j{j:04d}", submit_time=float(submit[j]), num_gpus=int(workers[j]),
+                       duration=round(ONE_SERVER_SECONDS[model] * int(scale[j]), 1),
+                       model=model, kind="train", containers=tuple(containers)))
+    params = {"lambda": lam, "distance": distance, "objective": objective}
+    return check_instance(Instance(
+        problem="liquid", cluster=cluster, jobs=tuple(out), params=params,
+        name=f"liquid-workload-{nodes}n-{jobs}j-s{seed}",
+        provenance={"generator": "instances.liquid_gen.generate_liquid_workload", "seed": seed,
+                    "arguments": arguments,
+                    "source": "Liquid (TPDS 2022) Fig. 19 mix; one-server times and bandwidth "
+                              "from the authors' measurements (issue 4)"},
+    ))

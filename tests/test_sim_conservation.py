@@ -82,21 +82,27 @@ def test_locality_and_interference_together():
     _check(run, exclusive=False, mem={j.id: j.gpu_mem_gb for j in w.jobs})
 
 
-def test_genie_policies_plug_in_with_latency_model():
+GENIE_POLICIES = ("swaf", "fifo", "capacity", "minmin", "wfair", "tetris-perf", "tetris-cer")
+
+
+@pytest.mark.parametrize("method", [*GENIE_POLICIES, "exact"])
+def test_genie_policies_plug_in_with_latency_model(method):
     from instances.genie_gen import generate_genie_workload
     from solver.genie_model import Shape, latency
     from solver.problems.genie import parse_genie_params, task_of
-    w = generate_genie_workload(seed=1, nodes=2, gpus_per_node=2, density=6.0, duration=2.0)
+    from solver.simulate import Policy
+    # the paper's 4 x 4 platform: Capacity's per-model shares (16 GPUs / 6 models) are >= 1
+    w = generate_genie_workload(seed=1, nodes=4, gpus_per_node=4, density=6.0, duration=2.0)
     coef = parse_genie_params(w.params).coefficients
-    for method in ("swaf", "fifo"):
-        run = simulate(w, method)
-        table = job_table(run)
-        _check_exclusive_genie(run, table)
-        for rec in run.records:  # alone on its GPUs, a task runs exactly Lat(t, s)
-            counts = np.unique(w.cluster.gpu_node[rec.gpus], return_counts=True)[1]
-            lat = latency(coef[rec.job.model], task_of(rec.job), Shape(len(counts), counts[0]))
-            assert rec.end - rec.start == pytest.approx(lat, rel=1e-9)
-        assert 0.0 <= summary(run, table)["qos_guarantee_pct"] <= 100.0
+    policy = Policy(method, backend="highs", time_limit=20.0) if method == "exact" else method
+    run = simulate(w, policy)
+    table = job_table(run)
+    _check_exclusive_genie(run, table)
+    for rec in run.records:  # alone on its GPUs, a task runs exactly Lat(t, s)
+        counts = np.unique(w.cluster.gpu_node[rec.gpus], return_counts=True)[1]
+        lat = latency(coef[rec.job.model], task_of(rec.job), Shape(len(counts), counts[0]))
+        assert rec.end - rec.start == pytest.approx(lat, rel=1e-9)
+    assert 0.0 <= summary(run, table)["qos_guarantee_pct"] <= 100.0
 
 
 def _check_exclusive_genie(run, table):

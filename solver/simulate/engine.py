@@ -16,6 +16,17 @@ are a sorted list with a pointer, and only the jobs sharing a GPU with a startin
 finishing job have their rates recomputed. For problems with exclusive GPUs the policy is
 not called when no pending job fits into the free GPUs (its only valid answer would be to
 start nothing).
+
+Container jobs (Liquid): a placement with ``tasks`` holds its GPUs and, on every server
+it uses, the CPU and RAM of its containers there (a PS holds no GPU but still holds its
+server's CPU and RAM); these go to ``RunningJob.extra["node_cpu"/"node_ram_gb"]`` so the
+snapshots show the right free capacity. Problems whose batch is placed whole (Liquid) run
+in *prefix mode* (``Policy.prefix``): the policy sees the longest prefix of the pending
+queue (arrival order) that it can place — first the longest prefix whose total GPUs, CPU
+and RAM fit the free totals (at most ``Policy.max_jobs`` jobs); if the policy finds no
+solution for it, shorter prefixes by bisection. Feasibility is monotone in the prefix, so
+for an exact method this is the longest feasible prefix; for a heuristic, the one it
+placed. Strict FIFO: a job never overtakes an earlier one that does not fit.
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from ..decision import Decision
+from ..decision import Decision, TaskPlacement
 from ..errors import InputError
 from ..instance import Instance
 from ..jobs import Job, RunningJob
@@ -45,6 +56,8 @@ from .speed import BoundSpeed, SpeedModel
 log = logging.getLogger(__name__)
 
 _COMPLETE, _WAKE = 0, 1
+WHOLE_BATCH_PROBLEMS = frozenset({"liquid"})
+"""Problems whose decision must place every pending job: prefix mode by default."""
 
 
 class SimulationError(RuntimeError):
@@ -74,6 +87,10 @@ class Policy:
         plans every N seconds).
     batch_only
         Call the policy only at wake-ups (arrivals and completions just queue/free).
+    prefix
+        Prefix mode (module docstring); ``None``: on for problems placed whole (Liquid).
+    max_jobs
+        In prefix mode, show the policy at most this many pending jobs.
     """
 
     method: str
@@ -84,6 +101,8 @@ class Policy:
     via_solve: bool = False
     interval: float | None = None
     batch_only: bool = False
+    prefix: bool | None = None
+    max_jobs: int | None = None
 
     @property
     def label(self) -> str:
@@ -108,6 +127,7 @@ class JobRecord:
     version: int = 0
     pred_end: float = 0.0
     running: RunningJob | None = None
+    tasks: tuple[TaskPlacement, ...] = ()
 
 
 @dataclass
@@ -248,6 +268,11 @@ class _Engine:
         self.speed = bound
         self.caller = _Caller(workload, policy)
         self.exclusive = get_problem(workload.problem).exclusive_gpus
+        self.prefix = (policy.prefix if policy.prefix is not None
+                       else workload.problem in WHOLE_BATCH_PROBLEMS)
+        if policy.max_jobs is not None and policy.max_jobs < 1:
+            raise InputError(f"max_jobs = {policy.max_jobs}", field="policy.max_jobs",
+                             fix="a positive number of jobs, or None")
         c = workload.cluster
         self.cluster = c
         self.G = c.num_gpus
@@ -359,7 +384,8 @@ class _Engine:
         if self.record_events:
             self.events.append((t, "arrive", job.id))
 
-    def _start(self, idx: int, gpu_ids: tuple[str, ...], t: float) -> None:
+    def _start(self, idx: int, gpu_ids: tuple[str, ...], t: float,
+               tasks: tuple[TaskPlacement, ...] = ()) -> None:
         rec = self.records[idx]
         job = rec.job
         del self.pending[job.id]
@@ -373,12 +399,28 @@ class _Engine:
         rec.start = t
         rec.last_t = t
         rec.work_left = rec.work
-        rec.nodes = int(len(np.unique(self.cluster.gpu_node[gpus])))
-        rec.base_rate, rec.locality_slowdown = self.speed.base_rate(job, gpus)
+        extra: dict[str, Any] = {}
+        task_nodes = None
+        if tasks:
+            rec.tasks = tasks
+            node_index = self.cluster.node_index
+            task_nodes = {tp.task: node_index[tp.node] for tp in tasks}
+            rec.nodes = len(set(task_nodes.values()))
+            cpu: dict[str, float] = {}
+            ram: dict[str, float] = {}
+            where = {tp.task: tp.node for tp in tasks}
+            for c in job.containers:
+                node = where[c.id]
+                cpu[node] = cpu.get(node, 0.0) + c.cpu
+                ram[node] = ram.get(node, 0.0) + c.ram_gb
+            extra = {"node_cpu": cpu, "node_ram_gb": ram}
+        else:
+            rec.nodes = int(len(np.unique(self.cluster.gpu_node[gpus])))
+        rec.base_rate, rec.locality_slowdown = self.speed.base_rate(job, gpus, task_nodes)
         rec.rate = rec.base_rate
         rec.running = RunningJob(job=job.id, gpus=tuple(gpu_ids), gpu_util=job.gpu_util or 0.0,
                                  gpu_mem_gb=job.gpu_mem_gb or 0.0, cpu_per_gpu=job.cpu_per_gpu,
-                                 ram_gb_per_gpu=job.ram_gb_per_gpu)
+                                 ram_gb_per_gpu=job.ram_gb_per_gpu, extra=extra)
         self.running[idx] = rec
         for g in gpus:
             self.on_gpu[g].append(idx)
@@ -424,10 +466,16 @@ class _Engine:
         nodes = self.cluster.gpu_node[gpus]
         np.add.at(self.node_cpu, nodes, sign * r.cpu_per_gpu)
         np.add.at(self.node_ram, nodes, sign * r.ram_gb_per_gpu)
+        if r.extra:
+            node_index = self.cluster.node_index
+            for node, amount in r.extra.get("node_cpu", {}).items():
+                self.node_cpu[node_index[node]] += sign * amount
+            for node, amount in r.extra.get("node_ram_gb", {}).items():
+                self.node_ram[node_index[node]] += sign * amount
 
     # ------------------------------------------------------------------ snapshot
-    def _snapshot(self, t: float) -> Instance:
-        """The policy's view at ``t``.
+    def _snapshot(self, t: float, jobs: tuple[Job, ...] | None = None) -> Instance:
+        """The policy's view at ``t`` (pending queue, or ``jobs``: a prefix of it).
 
         Fast path: the snapshot's derived loads (``gpu_busy``, ``gpu_usage``,
         ``node_usage``, ``job_index``) are seeded from the engine's incremental arrays
@@ -440,8 +488,10 @@ class _Engine:
             running.append(RunningJob(
                 job=rec.running.job, gpus=rec.running.gpus, gpu_util=rec.running.gpu_util,
                 gpu_mem_gb=rec.running.gpu_mem_gb, cpu_per_gpu=rec.running.cpu_per_gpu,
-                ram_gb_per_gpu=rec.running.ram_gb_per_gpu, remaining_s=left))
-        jobs = tuple(self.pending_jobs.values())
+                ram_gb_per_gpu=rec.running.ram_gb_per_gpu, remaining_s=left,
+                extra=rec.running.extra))
+        if jobs is None:
+            jobs = tuple(self.pending_jobs.values())
         snap = Instance(problem=self.w.problem, cluster=self.cluster, jobs=jobs,
                         params=self.w.params, running=tuple(running), time=t,
                         name=f"{self.w.name or 'workload'}@{t:g}")
@@ -450,12 +500,14 @@ class _Engine:
                 gpu_busy=self.gpu_jobs > 0,
                 gpu_usage=(self.util.copy(), self.mem.copy()),
                 node_usage=(self.node_cpu.copy(), self.node_ram.copy()),
-                job_index=dict(zip(self.pending_jobs, range(len(jobs)), strict=True)))
+                job_index={job.id: i for i, job in enumerate(jobs)})
         return snap
 
     def _worth_calling(self) -> bool:
         if not self.pending:
             return False
+        if self.prefix:
+            return self._prefix_bound() > 0
         if not self.exclusive:
             return True
         free = self.G - int(np.count_nonzero(self.gpu_jobs))
@@ -465,14 +517,65 @@ class _Engine:
             return min(self.pending_demand) <= free
         return True
 
-    def _decide(self, t: float) -> None:
+    def _call(self, t: float, jobs: tuple[Job, ...] | None = None
+              ) -> tuple[Decision, float | None, bool]:
+        """One policy call: (decision, wake-up time, whether the policy found a solution)."""
         self.calls += 1
-        snapshot = self._snapshot(t)
+        snapshot = self._snapshot(t) if jobs is None else self._snapshot(t, jobs)
         if self.observe is not None:
             self.observe(snapshot)
+        before = self.caller.no_solution
         decision, wake = self.caller(snapshot)
+        return decision, wake, self.caller.no_solution == before
+
+    def _prefix_bound(self) -> int:
+        """Longest queue prefix whose summed GPUs, CPU and RAM fit the free totals."""
+        c = self.cluster
+        free_gpu = self.G - int(np.count_nonzero(self.gpu_jobs))
+        free_cpu = float(c.node_cpu.sum() - self.node_cpu.sum()) + 1e-9
+        free_ram = float(c.node_ram_gb.sum() - self.node_ram.sum()) + 1e-9
+        limit = self.policy.max_jobs or len(self.pending_jobs)
+        k = 0
+        for job in self.pending_jobs.values():
+            if k >= limit:
+                break
+            if job.containers:
+                gpus = sum(x.gpus for x in job.containers)
+                cpu = sum(x.cpu for x in job.containers)
+                ram = sum(x.ram_gb for x in job.containers)
+            else:
+                gpus = job.num_gpus or 0
+                cpu, ram = gpus * job.cpu_per_gpu, gpus * job.ram_gb_per_gpu
+            free_gpu -= gpus
+            free_cpu -= cpu
+            free_ram -= ram
+            if free_gpu < 0 or free_cpu < 0 or free_ram < 0:
+                break
+            k += 1
+        return k
+
+    def _decide(self, t: float) -> None:
+        if not self.prefix:
+            decision, wake, _ = self._call(t)
+        else:
+            queue = tuple(self.pending_jobs.values())
+            before = self.caller.no_solution
+            hi = self._prefix_bound()
+            decision, wake, found = self._call(t, queue[:hi])
+            if not found:
+                # bisection: lo jobs are known to fit (0 trivially); try at most hi
+                lo, hi = 0, hi - 1
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    d, w, ok = self._call(t, queue[:mid])
+                    if ok:
+                        lo, decision, wake, found = mid, d, w, True
+                    else:
+                        hi = mid - 1
+                # one event without a solution, however many prefixes were tried
+                self.caller.no_solution = before + (0 if found else 1)
         for pl in decision.placements:
-            self._start(self.pending[pl.job], pl.gpus, t)
+            self._start(self.pending[pl.job], pl.gpus, t, pl.tasks)
         if wake is not None and wake > t:
             self._push(wake, _WAKE, -1, 0)
 

@@ -16,7 +16,15 @@ and its rate changes only at events (a start or completion on a GPU it shares).
   measured packed / one-per-server ratio R of the job's model and GPU count on a
   reference GPU type, ``slowdown = 1 + (max(R, 1) - 1) * c``; ``"genie"``: GENIE's
   latency model (work = Lat(t, <1,1>), rate = Lat(t, <1,1>) / Lat(t, s), so a job
-  alone finishes after exactly Lat(t, s)); ``None``: no locality effect.
+  alone finishes after exactly Lat(t, s)); ``"liquid"``: Liquid's PS/worker network
+  cost read as a slowdown, ``1 + Σ_{PS p, worker w} bw_w · [p, w on different servers]``
+  with bw_w the worker container's bandwidth weight, which ``instances/derive/
+  liquid_bandwidth.py`` fits as (seconds one separated pair adds) / (one-server run
+  time); the job's ``duration`` is its one-server time, so a job alone on one server
+  runs exactly ``duration``. ``"liquid_distance"``: the same with each separated pair
+  weighted by the Go implementation's distance (1 within a rack, 4 across racks of a
+  domain, 40 across domains; the measurements behind the fit were within one rack, so
+  both readings agree there). ``None``: no locality effect.
 * **Interference** (``"horus"``): our reading of the Horus slowdown functions f on the
   cumulative utilization U of a GPU (fractions, f from ``BUILTIN_INTERFERENCE`` or the
   instance's params). f is fitted to the JCT slowdown of co-located jobs, so we take
@@ -43,7 +51,7 @@ from ..instance import Instance
 from ..jobs import Job
 from ..problems.sched2 import SENSITIVITY, locality_slowdown, remote_peer_share
 
-LOCALITY_MODELS = (None, "sched2", "gavel", "genie")
+LOCALITY_MODELS = (None, "sched2", "gavel", "genie", "liquid", "liquid_distance")
 INTERFERENCE_MODELS = (None, "horus")
 
 
@@ -61,7 +69,8 @@ class SpeedModel:
     Parameters
     ----------
     locality
-        ``None``, ``"sched2"``, ``"gavel"`` or ``"genie"``.
+        ``None``, ``"sched2"``, ``"gavel"``, ``"genie"``, ``"liquid"`` or
+        ``"liquid_distance"``.
     interference
         ``None`` or ``"horus"``.
     gpu_speed
@@ -90,6 +99,7 @@ class SpeedModel:
             "sched2": cls(locality="sched2"),
             "horus": cls(interference="horus"),
             "genie": cls(locality="genie"),
+            "liquid": cls(locality="liquid"),
         }.get(problem, cls())
 
     def bind(self, workload: Instance) -> BoundSpeed:
@@ -130,6 +140,13 @@ class BoundSpeed:
         elif model.locality == "genie":
             from ..problems.genie import parse_genie_params
             self._genie = parse_genie_params(workload.params)
+        elif model.locality in ("liquid", "liquid_distance"):
+            self._liquid_dist = self._liquid_distance(model.locality)
+            for i, job in enumerate(workload.jobs):
+                if not job.containers:
+                    raise InputError(f"job {job.id!r} has no containers",
+                                     field=f"jobs[{i}].containers",
+                                     fix="the liquid locality model needs PS/worker containers")
         if self.interference:
             from ..problems.horus import BUILTIN_INTERFERENCE, parse_horus_params
             functions = (parse_horus_params(workload.params).interference
@@ -145,6 +162,14 @@ class BoundSpeed:
                 raise InputError(f"job {job.id!r} has no duration", field=f"jobs[{i}].duration",
                                  fix="a workload job needs its solo run time in seconds")
 
+    def _liquid_distance(self, locality: str) -> np.ndarray:
+        """[N, N] per-pair weight: 1 between any two servers, or the implementation table."""
+        n = self.cluster.num_nodes
+        if locality == "liquid":
+            return 1.0 - np.eye(n)
+        from ..problems.liquid import distance_matrix
+        return distance_matrix(self.cluster, "implementation")
+
     # ------------------------------------------------------------------ static part
     def work(self, job: Job) -> float:
         """Work seconds of ``job`` (its solo run time; GENIE: its latency on one GPU)."""
@@ -159,6 +184,9 @@ class BoundSpeed:
         loc = self.model.locality
         if loc is None:
             return 1.0
+        if loc in ("liquid", "liquid_distance"):
+            raise InputError(f"job {job.id!r}: the {loc} model prices containers, not GPU "
+                             "counts", field="speed.locality", fix="call base_rate with task_nodes")
         if loc == "sched2":
             return locality_slowdown(self._sens[job.id], counts)
         if loc == "gavel":
@@ -178,11 +206,32 @@ class BoundSpeed:
         task = task_of(job)
         return latency(coef, task, shape) / latency(coef, task, Shape(1, 1))
 
-    def base_rate(self, job: Job, gpus: np.ndarray) -> tuple[float, float]:
-        """(rate without interference, locality slowdown) of ``job`` on GPU indices."""
-        counts = np.unique(self.cluster.gpu_node[gpus], return_counts=True)[1]
-        slow = self.locality(job, counts)
-        speed = float(self.gpu_speed[gpus].min()) if self.gpu_speed is not None else 1.0
+    def liquid_slowdown(self, job: Job, task_nodes: Mapping[str, int]) -> float:
+        """``1 + Σ_{PS p, worker w} bw_w · d(n_p, n_w)``; ``task_nodes``: container → server."""
+        ps = [task_nodes[c.id] for c in job.containers if c.role == "ps"]
+        slow = 1.0
+        for c in job.containers:
+            if c.role == "worker":
+                n = task_nodes[c.id]
+                slow += c.bandwidth * float(sum(self._liquid_dist[p, n] for p in ps))
+        return slow
+
+    def base_rate(self, job: Job, gpus: np.ndarray,
+                  task_nodes: Mapping[str, int] | None = None) -> tuple[float, float]:
+        """(rate without interference, locality slowdown) of ``job`` on GPU indices.
+
+        ``task_nodes`` (container id → server index) is required by the Liquid models.
+        """
+        if self.model.locality in ("liquid", "liquid_distance"):
+            if task_nodes is None:
+                raise InputError(f"job {job.id!r} placed without containers", field="decision",
+                                 fix="Liquid placements list each container's server (tasks)")
+            slow = self.liquid_slowdown(job, task_nodes)
+        else:
+            counts = np.unique(self.cluster.gpu_node[gpus], return_counts=True)[1]
+            slow = self.locality(job, counts)
+        speed = (float(self.gpu_speed[gpus].min()) if self.gpu_speed is not None and len(gpus)
+                 else 1.0)
         return speed / slow, slow
 
     # ------------------------------------------------------------------ dynamic part
