@@ -32,6 +32,7 @@ class Problem:
     sense: ClassVar[str] = "min"  # "min" or "max"
     job_fields: ClassVar[tuple[str, ...]] = ()
     exclusive_gpus: ClassVar[bool] = False
+    whole_batch: ClassVar[bool] = False  # a decision must place every pending job or none
     objective_name: ClassVar[str] = "objective"
 
     def parse_params(self, params: Mapping[str, Any]) -> Any:

@@ -367,6 +367,7 @@ class LiquidProblem(Problem):
     sense = "min"
     job_fields = ()
     exclusive_gpus = True
+    whole_batch = True
     objective_name = "Σ Score of Eqs. 4-7 (or the implementation's cost)"
 
     def parse_params(self, params: Mapping[str, Any]) -> LiquidParams:

@@ -56,8 +56,6 @@ from .speed import BoundSpeed, SpeedModel
 log = logging.getLogger(__name__)
 
 _COMPLETE, _WAKE = 0, 1
-WHOLE_BATCH_PROBLEMS = frozenset({"liquid"})
-"""Problems whose decision must place every pending job: prefix mode by default."""
 
 
 class SimulationError(RuntimeError):
@@ -267,9 +265,10 @@ class _Engine:
         self.policy = policy
         self.speed = bound
         self.caller = _Caller(workload, policy)
-        self.exclusive = get_problem(workload.problem).exclusive_gpus
-        self.prefix = (policy.prefix if policy.prefix is not None
-                       else workload.problem in WHOLE_BATCH_PROBLEMS)
+        problem = get_problem(workload.problem)
+        self.exclusive = problem.exclusive_gpus
+        # problems that place a batch whole get the longest fitting prefix of the queue
+        self.prefix = policy.prefix if policy.prefix is not None else problem.whole_batch
         if policy.max_jobs is not None and policy.max_jobs < 1:
             raise InputError(f"max_jobs = {policy.max_jobs}", field="policy.max_jobs",
                              fix="a positive number of jobs, or None")
