@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .instance import Instance
-from .jobs import Container, Job
+from .jobs import Job
 
 EPS = 1e-9
 
@@ -27,7 +27,6 @@ class ClusterState:
     free_cpu: np.ndarray
     free_ram: np.ndarray
     busy: np.ndarray  # GPU holds a running or newly placed job
-    placed_on_gpu: np.ndarray  # jobs placed on each GPU in this decision
 
     @classmethod
     def of(cls, instance: Instance) -> ClusterState:
@@ -41,7 +40,6 @@ class ClusterState:
             free_cpu=c.node_cpu - cpu,
             free_ram=c.node_ram_gb - ram,
             busy=instance.gpu_busy.copy(),
-            placed_on_gpu=np.zeros(c.num_gpus, dtype=np.int64),
         )
 
     # ------------------------------------------------------------ plain jobs
@@ -57,50 +55,12 @@ class ClusterState:
                 room = np.minimum(room, np.floor((free + EPS) / need).astype(np.int64))
         return room
 
-    def can_place(self, job: Job, gpus: Sequence[int], *, exclusive: bool = False) -> bool:
-        """Whether ``job`` fits on GPU indices ``gpus`` now."""
-        gpus = np.asarray(gpus, dtype=np.int64)
-        if len(set(gpus.tolist())) != len(gpus):
-            return False
-        if exclusive and self.busy[gpus].any():
-            return False
-        if not self.gpu_fits(job)[gpus].all():
-            return False
-        nodes, counts = np.unique(self.instance.cluster.gpu_node[gpus], return_counts=True)
-        return bool((self.node_room(job)[nodes] >= counts).all())
-
     def place(self, job: Job, gpus: Sequence[int]) -> None:
-        """Record ``job`` on GPU indices ``gpus`` (the caller checked ``can_place``)."""
+        """Record ``job`` on GPU indices ``gpus`` (the caller checked that it fits)."""
         gpus = np.asarray(gpus, dtype=np.int64)
         node_of = self.instance.cluster.gpu_node
         self.free_mem[gpus] -= job.gpu_mem_gb or 0.0
         self.util[gpus] += job.gpu_util or 0.0
         self.busy[gpus] = True
-        self.placed_on_gpu[gpus] += 1
         np.subtract.at(self.free_cpu, node_of[gpus], job.cpu_per_gpu)
         np.subtract.at(self.free_ram, node_of[gpus], job.ram_gb_per_gpu)
-
-    # ------------------------------------------------------------ containers
-    def container_fits(
-        self, container: Container, node: int, *, exclusive: bool = True
-    ) -> np.ndarray | None:
-        """GPU indices on ``node`` for ``container``, or None when it does not fit there."""
-        if (
-            self.free_cpu[node] < container.cpu - EPS
-            or self.free_ram[node] < container.ram_gb - EPS
-        ):
-            return None
-        gpus = self.instance.cluster.gpus_of_node[node]
-        ok = self.free_mem[gpus] >= container.gpu_mem_gb - EPS
-        if exclusive:
-            ok &= ~self.busy[gpus]
-        chosen = gpus[ok][: container.gpus]
-        return chosen if len(chosen) == container.gpus else None
-
-    def place_container(self, container: Container, node: int, gpus: Sequence[int]) -> None:
-        gpus = np.asarray(gpus, dtype=np.int64)
-        self.free_cpu[node] -= container.cpu
-        self.free_ram[node] -= container.ram_gb
-        self.free_mem[gpus] -= container.gpu_mem_gb
-        self.busy[gpus] = True
-        self.placed_on_gpu[gpus] += 1
