@@ -16,7 +16,6 @@ objective, and only when it improves the objective or proves optimality.
 from __future__ import annotations
 
 import gzip
-import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,7 +25,7 @@ from typing import Any
 from solver.canonical import pretty_json
 from solver.decision import Decision, load_solution, save_solution
 from solver.errors import InputError
-from solver.instance import Instance, load_instance
+from solver.instance import Instance, load_instance, read_json
 from solver.problems import get_problem
 from solver.solve import OPTIMALITY_ABS, OPTIMALITY_GAP
 from solver.validate import validate
@@ -96,15 +95,10 @@ def load_manifest(suite: str | Path, library: str | Path | None = None) -> Manif
     """Read the ``manifest.json`` of a suite (a name in the library or a directory)."""
     directory = suite_dir(suite, library)
     path = directory / MANIFEST_FILE
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         raise InputError("the suite has no manifest", field="--suite",
-                         fix=f"run: dlsched library build --suite {suite}",
-                         source=str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON at line {exc.lineno}: {exc.msg}",
-                         fix="rebuild the manifest", source=str(path)) from None
+                         fix=f"run: dlsched library build --suite {suite}", source=str(path))
+    doc = read_json(path)
     entries = {rec["name"]: rec for rec in doc.get("instances", [])}
     return Manifest(doc.get("suite", directory.name), directory, doc.get("description", ""),
                     entries)

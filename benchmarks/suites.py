@@ -21,14 +21,13 @@ finds the best known solutions: ``{"runs": [{"method": "exact", "backend": "cbc"
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from solver.errors import InputError
-from solver.instance import Instance, load_instance
+from solver.instance import Instance, load_instance, read_json
 from solver.registry import generators
 
 LIBRARY_ROOT = Path(__file__).resolve().parent.parent / "instances" / "library"
@@ -100,13 +99,9 @@ def load_spec(suite: str | Path, library: str | Path | None = None) -> SuiteSpec
     """Read and check the ``suite.json`` of a suite."""
     directory = suite_dir(suite, library)
     path = directory / SPEC_FILE
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("no suite spec", fix=f"write {SPEC_FILE}", source=str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON at line {exc.lineno}: {exc.msg}",
-                         fix="fix the JSON syntax", source=str(path)) from None
+    if not path.exists():
+        raise InputError("no suite spec", fix=f"write {SPEC_FILE}", source=str(path))
+    doc = read_json(path)
     try:
         return _parse_spec(doc, directory)
     except InputError as exc:
