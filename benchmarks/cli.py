@@ -1,8 +1,8 @@
 """Subcommands ``bench``, ``report``, ``compete`` and ``library build|verify`` of ``dlsched``.
 
-Exit codes as in :mod:`solver.cli`: 0 success; 1 failures found (a run that errored,
+Exit codes as in :mod:`dlsched.cli`: 0 success; 1 failures found (a run that errored,
 crashed or was killed; a library file or best known solution that does not verify);
-2 bad input (one line, from :class:`solver.errors.InputError`).
+2 bad input (one line, from :class:`dlsched.errors.InputError`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import logging
 import time
 from pathlib import Path
 
-from solver.errors import InputError
-
-EXIT_OK, EXIT_FAILED = 0, 1
+from dlsched.cli_support import EXIT_FAILED, EXIT_OK
+from dlsched.errors import InputError
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -121,7 +120,7 @@ def _cmd_compete(args: argparse.Namespace) -> int:
 
 
 def _cmd_library_build(args: argparse.Namespace) -> int:
-    from .library import build_suite
+    from .build import build_suite
 
     start = time.perf_counter()
     manifest = build_suite(args.suite, library=args.library, jobs=args.jobs,

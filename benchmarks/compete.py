@@ -3,7 +3,7 @@
 An entrant is an external command (any language) with placeholders ``{instance}``,
 ``{solution}``, ``{time_limit}`` and ``{seed}``, or a Python callable ``module:function``
 (``instance -> Decision``, or anything with a ``.decision``) that runs in a subprocess
-(``python -m benchmarks.compete --call ...``) so it can be killed like any command.
+(``python -m dlsched.benchmarks.compete --call ...``) so it can be killed like any command.
 
 Per instance: the instance is written as plain JSON to a fresh directory, the command
 starts in its own session, and the time limit is enforced from outside: at the limit the
@@ -43,12 +43,12 @@ from typing import Any
 
 import pandas as pd
 
-from solver.canonical import pretty_json
-from solver.decision import Decision, load_solution, save_solution
-from solver.errors import InputError
-from solver.instance import load_instance
-from solver.problems import get_problem
-from solver.validate import validate
+from dlsched.canonical import pretty_json
+from dlsched.decision import Decision, load_solution, save_solution
+from dlsched.errors import InputError
+from dlsched.instance_io import load_instance
+from dlsched.problems import get_problem
+from dlsched.validate import validate
 
 from .library import Manifest, Offer, offer_best
 from .report import markdown_table
@@ -72,7 +72,7 @@ class Entrant:
 def parse_entrant(solver: str, name: str | None = None) -> Entrant:
     """An entrant from ``--solver``: a command with placeholders, or ``module:function``."""
     if re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", solver.strip()):
-        argv = (sys.executable, "-m", "benchmarks.compete", "--call", solver.strip(),
+        argv = (sys.executable, "-m", "dlsched.benchmarks.compete", "--call", solver.strip(),
                 "{instance}", "{solution}", "{time_limit}", "{seed}")
         return Entrant(name or solver.strip(), solver, argv, pythonpath=os.getcwd())
     try:
@@ -92,7 +92,7 @@ def parse_entrant(solver: str, name: str | None = None) -> Entrant:
 
 
 def score(objective: float | None, reference: float | None, sense: str) -> float:
-    """clip(1 − gap, 0, 1) with the gap of :func:`benchmarks.runner.gap_to_best`; 0
+    """clip(1 − gap, 0, 1) with the gap of :func:`dlsched.benchmarks.runner.gap_to_best`; 0
     without an objective; 1 without a reference."""
     if objective is None or (isinstance(objective, float) and math.isnan(objective)):
         return 0.0
@@ -285,8 +285,9 @@ def leaderboard_markdown(board: pd.DataFrame, suite: str, time_limit: float) -> 
 
 # ---------------------------------------------------------------------- callable entrants
 def _call_main(argv: list[str]) -> int:
-    """``python -m benchmarks.compete --call module:function INSTANCE SOLUTION LIMIT SEED``."""
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.compete")
+    """``python -m dlsched.benchmarks.compete --call module:function INSTANCE SOLUTION LIMIT SEED``.
+    """
+    parser = argparse.ArgumentParser(prog="python -m dlsched.benchmarks.compete")
     parser.add_argument("--call", required=True)
     parser.add_argument("instance")
     parser.add_argument("solution")

@@ -7,7 +7,7 @@ thread each, gap 0, ``--time-limit`` seconds); every heuristic; on-time counts a
 from the evaluator.
 Writes markdown tables to stdout.
 
-    python benchmarks/genie_snapshots.py [--snapshots 50] [--time-limit 60] [--density 10]
+    python -m dlsched.benchmarks.genie_snapshots [--snapshots 50] [--time-limit 60] [--density 10]
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import argparse
 import statistics
 import sys
 
-from instances.genie_gen import generate_genie
-from solver import solve
-from solver.problems.genie import genie_breakdown, genie_table
+from dlsched import solve
+from dlsched.instances.genie_gen import generate_genie
+from dlsched.problems.genie import genie_breakdown, genie_table
 
 BACKENDS = ("cbc", "highs", "cpsat")
 HEURISTICS = (

@@ -1,6 +1,6 @@
 """Horus at the paper's simulation scale: exact model per backend vs greedy and baselines.
 
-Protocol: instances from ``instances.horus_gen.generate_horus`` (128 servers × 8 GTX 1080,
+Protocol: instances from ``dlsched.instances.horus_gen.generate_horus`` (128 servers × 8 GTX 1080,
 β = 15 pending jobs, a share ``busy`` of the GPUs already running jobs), seeds 0..N-1;
 every exact backend with gap tolerance 0, one thread, and a time limit; heuristics as
 registered. Gaps are relative to the best proven-optimal objective of the instance, from
@@ -9,7 +9,7 @@ penalty per GPU request left waiting, which dominates when a method places fewer
 requests than the optimum; the last column shows how many it left. Times are wall-clock on
 the machine that runs the script (reported in the header).
 
-    python -m benchmarks.horus_scale --seeds 20 --busy 0.5
+    python -m dlsched.benchmarks.horus_scale --seeds 20 --busy 0.5
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import platform
 import statistics
 import time
 
-from instances.horus_gen import generate_horus
-from solver import solve
-from solver.problems.horus import horus_breakdown
-from solver.result import Status
+from dlsched import solve
+from dlsched.instances.horus_gen import generate_horus
+from dlsched.problems.horus import horus_breakdown
+from dlsched.result import Status
 
 EXACT = ("cbc", "highs", "cpsat")
 HEURISTICS = ("greedy", "obp", "fifo")

@@ -1,6 +1,6 @@
 """The pinned instance library: suite files, their manifest, best known solutions.
 
-A suite directory holds ``suite.json`` (the spec, see :mod:`benchmarks.suites`),
+A suite directory holds ``suite.json`` (the spec, see :mod:`dlsched.benchmarks.suites`),
 ``instances/NAME.json.gz`` (gzip-compressed instance files; the sha256 is the one of the
 canonical JSON, docs/formats.md, not of the compressed bytes), ``best/NAME.json`` (the best
 known solution of each instance) and ``manifest.json``: per instance its file, sha256,
@@ -22,15 +22,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from solver.canonical import pretty_json
-from solver.decision import Decision, load_solution, save_solution
-from solver.errors import InputError
-from solver.instance import Instance, load_instance, read_json
-from solver.problems import get_problem
-from solver.solve import OPTIMALITY_ABS, OPTIMALITY_GAP
-from solver.validate import validate
+from dlsched.canonical import pretty_json
+from dlsched.decision import Decision, load_solution, save_solution
+from dlsched.errors import InputError
+from dlsched.files import read_json
+from dlsched.instance import Instance
+from dlsched.instance_io import load_instance
+from dlsched.problems import get_problem
+from dlsched.solve import OPTIMALITY_ABS, OPTIMALITY_GAP
+from dlsched.validate import validate
 
-from .suites import MANIFEST_FILE, SuiteSpec, expand, load_spec, suite_dir
+from .suites import MANIFEST_FILE, SuiteSpec, expand, suite_dir
 
 log = logging.getLogger(__name__)
 
@@ -162,36 +164,6 @@ def write_suite_files(spec: SuiteSpec) -> Manifest:
                 path.unlink()
     manifest.save()
     return manifest
-
-
-def build_suite(suite: str | Path, *, library: str | Path | None = None, jobs: int = 1,
-                time_limit: float | None = None, recompute: bool = False,
-                progress: bool = True) -> Manifest:
-    """(Re)build a suite from its spec: instance files, manifest, best known solutions.
-
-    The best known solutions come from the spec's ``best_known`` runs (default: every
-    backend-default ``exact`` run at 60 s), run by :func:`benchmarks.runner.run_bench`;
-    instances that already have a best known record for the same sha256 are not rerun
-    unless ``recompute``.
-    """
-    from .runner import BenchSettings, run_bench
-
-    spec = load_spec(suite, library)
-    manifest = write_suite_files(spec)
-    if recompute:
-        for record in manifest.entries.values():
-            record["best"] = None
-        manifest.save()
-    todo = [name for name, rec in manifest.entries.items() if rec.get("best") is None]
-    if not todo:
-        return manifest
-    methods = [m if b is None else f"{m}:{b}" for m, b in spec.best_known.runs]
-    settings = BenchSettings(methods=methods,
-                             time_limit=time_limit or spec.best_known.time_limit,
-                             seeds=(0,), jobs=jobs, progress=progress)
-    run_bench(manifest, settings, output=None, instances=todo, update_best=True,
-              strict_methods=False)
-    return load_manifest(spec.directory)
 
 
 @dataclass(frozen=True)

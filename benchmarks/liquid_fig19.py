@@ -4,12 +4,12 @@ For each size (5, 10, 15, 20 servers × 2 T4) one generated instance (``--instan
 the exact model on every backend (``--time-limit`` each, one thread), then best-fit
 (deterministic), the GA over ``--seeds`` seeds (stopped by its stall limit, capped by
 ``--gga-time-limit``), the GA seeded with best-fit, and the baselines. Every objective
-comes from the problem's evaluator (through ``solver.solve``). The reference is the best
+comes from the problem's evaluator (through ``dlsched.solve``). The reference is the best
 objective any backend found; "proven" says whether a backend proved it optimal. Gaps are
 absolute (objective - reference) and relative to |reference| (objectives are negative:
 the paper's fitness term is).
 
-    python -m benchmarks.liquid_fig19 --time-limit 120 --seeds 10 > liquid_fig19.md
+    python -m dlsched.benchmarks.liquid_fig19 --time-limit 120 --seeds 10 > liquid_fig19.md
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import argparse
 import statistics
 import sys
 
-from instances.liquid_gen import generate_liquid
-from solver import solve
+from dlsched import solve
+from dlsched.instances.liquid_gen import generate_liquid
 
 BACKENDS = ("cbc", "highs", "cpsat")
 BASELINES = ("random", "spread", "firstfit", "pack")

@@ -1,14 +1,14 @@
 """Gap between online SCHED² rules and the offline optimum on small workloads.
 
-Protocol: 20 workloads from ``instances.sched2_gen`` (seeds 0-19; 8 jobs on 2 servers x 4
+Protocol: 20 workloads from ``dlsched.instances.sched2_gen`` (seeds 0-19; 8 jobs on 2 servers x 4
 GPUs, mean inter-arrival 60 s, median duration 300 s, 68 % single-GPU jobs). Each is replayed
 by every SCHED² rule (packing placement, SCHED² locality model) and solved offline by
-CP-SAT (``formulations.offline``, 1 worker, 60 s per objective, time unit 0.1 s) for the
+CP-SAT (``dlsched.formulations.offline``, 1 worker, 60 s per objective, time unit 0.1 s) for the
 optimal makespan and the optimal total JCT. Gap = (online − offline optimum) / offline
 optimum, using the offline *bound* when the solve is not proven optimal (so the gap is
 never understated).
 
-Run: ``python benchmarks/online_vs_offline.py [--workloads 20] [--jobs 8] [--out FILE.csv]``
+Run: ``python -m dlsched.benchmarks.online_vs_offline [--workloads 20] [--jobs 8] [--out FILE.csv]``
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import time
 
 import pandas as pd
 
-from formulations.offline import solve_offline
-from instances.sched2_gen import generate_sched2
-from solver.simulate import job_table, simulate
+from dlsched.formulations.offline import solve_offline
+from dlsched.instances.sched2_gen import generate_sched2
+from dlsched.simulate import job_table, simulate
 
 RULES = ("fifo", "sif", "dsif", "saf", "lrf", "spf")
 

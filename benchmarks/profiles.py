@@ -60,7 +60,7 @@ def reference_values(table: pd.DataFrame) -> pd.Series:
 def gaps_to_reference(table: pd.DataFrame) -> pd.Series:
     """Gap of each row to its instance's reference (+inf without a valid objective).
 
-    The formula of :func:`benchmarks.runner.gap_to_best`; never negative here since the
+    The formula of :func:`dlsched.benchmarks.runner.gap_to_best`; never negative here since the
     reference is at least as good as every run.
     """
     refs = reference_values(table)

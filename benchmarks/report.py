@@ -9,11 +9,11 @@ method/backend for exact methods):
   best known value or any run's better objective); ``failed``: runs without a decision
   (no solution in time, infeasible, invalid input, error, crash, killed);
 - ``mean gap %`` and ``max gap %`` to the reference over runs with a solution
-  (formula of :func:`benchmarks.runner.gap_to_best`);
+  (formula of :func:`dlsched.benchmarks.runner.gap_to_best`);
 - ``sgm time s``: shifted geometric mean of wall time over all runs, shift 1 s
   (a failed run counts with its wall time, at most its hard limit); ``max time s``.
 
-Profiles (:mod:`benchmarks.profiles`) per group: time and gap, as PNG and CSV.
+Profiles (:mod:`dlsched.benchmarks.profiles`) per group: time and gap, as PNG and CSV.
 """
 
 from __future__ import annotations

@@ -53,11 +53,11 @@ from typing import Any
 
 import pandas as pd
 
-from solver.decision import decision_from_dict
-from solver.errors import InputError
-from solver.instance import instance_from_dict
-from solver.registry import methods_for
-from solver.solve import MethodError, solve
+from dlsched.decision import decision_from_dict
+from dlsched.errors import InputError
+from dlsched.instance_io import instance_from_dict
+from dlsched.registry import methods_for
+from dlsched.solve import MethodError, solve
 
 from .library import Manifest, Offer, offer_best
 

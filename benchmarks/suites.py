@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from solver.errors import InputError
-from solver.instance import Instance, load_instance, read_json
-from solver.registry import generators
+from dlsched.errors import InputError
+from dlsched.files import read_json
+from dlsched.instance import Instance
+from dlsched.instance_io import load_instance
+from dlsched.registry import generators
 
 LIBRARY_ROOT = Path(__file__).resolve().parent.parent / "instances" / "library"
 SPEC_FILE = "suite.json"

@@ -11,7 +11,7 @@ all with the SCHED² locality model (and the Horus interference model, inert her
 every policy keeps GPUs exclusive). Each (trace, policy) runs in a fresh process so that
 its peak memory (ru_maxrss, which includes loading the trace) is its own.
 
-Run: ``python benchmarks/trace_replay.py [--policies sched2:fifo ...] [--out FILE.jsonl]``
+Run: ``python -m dlsched.benchmarks.trace_replay [--policies sched2:fifo ...] [--out FILE.jsonl]``
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import time
 
 
 def _replay(trace: str, policy: str, queue) -> None:
-    from instances.traces import itp_workloads, philly_workload
-    from solver.simulate import SpeedModel, simulate, summary
+    from dlsched.instances.traces import itp_workloads, philly_workload
+    from dlsched.simulate import SpeedModel, simulate, summary
     problem, method = policy.split(":")
     speed = SpeedModel(locality="sched2", interference="horus" if problem == "horus" else None)
     t0 = time.perf_counter()

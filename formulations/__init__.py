@@ -1,7 +1,3 @@
 """Exact models, one module per problem; importing the package registers them all."""
 
-import importlib
-import pkgutil
-
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
+from . import genie, horus, liquid, offline  # noqa: F401  (each registers its methods)

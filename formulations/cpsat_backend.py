@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from solver.result import ModelSize, Status
+from dlsched.result import ModelSize, Status
 
 SCALE = 1_000_000
 """Real costs are multiplied by this and rounded to integers for CP-SAT (6 decimals)."""

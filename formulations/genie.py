@@ -1,6 +1,6 @@
 """Exact GENIE snapshot model on PuLP (CBC, HiGHS) and CP-SAT.
 
-Data: waiting tasks j, their allowed shapes k = ⟨a_k, g_k⟩ (``solver.problems.genie``),
+Data: waiting tasks j, their allowed shapes k = ⟨a_k, g_k⟩ (``dlsched.problems.genie``),
 servers n with f_n idle GPUs. Only shapes that fit now (at least a_k servers with
 f_n >= g_k) and are not dominated get variables: shape k' dominates k for task j when
 a_k' <= a_k, g_k' <= g_k, k' meets the ECT whenever k does and CER_k' >= CER_k (any
@@ -33,11 +33,11 @@ from pathlib import Path
 import pulp
 from ortools.sat.python import cp_model
 
-from solver.decision import Decision, Placement
-from solver.instance import Instance
-from solver.problems.genie import GenieTable, ShapeOption, free_gpus_by_server, genie_table
-from solver.registry import MethodSpec, check_options, register_method
-from solver.solve import MethodOutput
+from dlsched.decision import Decision, Placement
+from dlsched.instance import Instance
+from dlsched.problems.genie import GenieTable, ShapeOption, free_gpus_by_server, genie_table
+from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.solve import MethodOutput
 
 from .cpsat_backend import SCALE, run_cpsat
 from .cpsat_backend import model_size as cpsat_size

@@ -33,14 +33,14 @@ import numpy as np
 import pulp
 from ortools.sat.python import cp_model
 
-from solver.decision import Decision, Placement
-from solver.errors import InputError
-from solver.instance import Instance
-from solver.problems.horus import HorusCosts, horus_costs
-from solver.registry import MethodSpec, check_options, register_method
-from solver.result import Status
-from solver.solve import MethodOutput
-from solver.state import EPS, ClusterState
+from dlsched.decision import Decision, Placement
+from dlsched.errors import InputError
+from dlsched.instance import Instance
+from dlsched.problems.horus import HorusCosts, horus_costs
+from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.result import Status
+from dlsched.solve import MethodOutput
+from dlsched.state import EPS, ClusterState
 
 from .cpsat_backend import SCALE, run_cpsat
 from .cpsat_backend import model_size as cpsat_size

@@ -20,7 +20,7 @@ Constraints, in order:
                   n_{k+1} may hold a container of type t only if n_k holds one of type <= t
 Objective: Σ_k coef_k (D_root - Σ_G saving_G s[k,G]) + Σ lin[c,n] x[c,n] + Σ node_coef[n] y[j,n]
 (d(a, b) = D_root minus the savings of the groups holding both; see
-``solver.problems.liquid.topology_groups``). The savings are >= 0 and minimized with a
+``dlsched.problems.liquid.topology_groups``). The savings are >= 0 and minimized with a
 minus sign, so s takes its largest value, min(X_p,G, X_w,G), at an optimum.
 
 CP-SAT: costs × ``SCALE`` (10^6) rounded; the bound is reduced by half a unit per term a
@@ -38,17 +38,17 @@ import numpy as np
 import pulp
 from ortools.sat.python import cp_model
 
-from solver.instance import Instance
-from solver.problems.liquid import (
+from dlsched.instance import Instance
+from dlsched.problems.liquid import (
     EPS,
     LiquidData,
     decision_from_assignment,
     liquid_data,
     topology_groups,
 )
-from solver.registry import MethodSpec, check_options, register_method
-from solver.result import Status
-from solver.solve import MethodOutput
+from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.result import Status
+from dlsched.solve import MethodOutput
 
 from .cpsat_backend import SCALE, run_cpsat
 from .cpsat_backend import model_size as cpsat_size

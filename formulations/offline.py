@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-from solver.instance import Instance
-from solver.result import Status, relative_gap
-from solver.simulate.speed import SpeedModel
+from dlsched.instance import Instance
+from dlsched.result import Status, relative_gap
+from dlsched.simulate.speed import SpeedModel
 
 from .cpsat_backend import run_cpsat
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pulp
 
-from solver.result import ModelSize, Status
+from dlsched.result import ModelSize, Status
 
 PULP_BACKENDS = ("cbc", "highs")
 

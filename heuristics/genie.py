@@ -4,7 +4,7 @@ Every method works on one snapshot and starts tasks on idle GPUs only (exclusive
 A shape ⟨a, g⟩ goes to the a servers with the fewest idle GPUs that still hold g
 (best fit, ties by server order), lowest GPU ids first: the shape fixes the locality
 (Comm of Eq. 8 depends on it alone), and best fit keeps whole servers free for packed
-shapes later. Shapes are the allowed ones of ``solver.problems.genie`` (local batch >= 1).
+shapes later. Shapes are the allowed ones of ``dlsched.problems.genie`` (local batch >= 1).
 Ties in PR or CER go to fewer GPUs, then fewer servers; ties in an order to the earlier
 arrival, then the queue position.
 
@@ -40,20 +40,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from solver.decision import Decision, Placement
-from solver.errors import InputError
-from solver.genie_model import Shape
-from solver.instance import Instance
-from solver.problems.genie import (
+from dlsched.decision import Decision, Placement
+from dlsched.errors import InputError
+from dlsched.genie_model import Shape
+from dlsched.instance import Instance
+from dlsched.problems.genie import (
     GenieTable,
     ShapeOption,
     free_gpus_by_server,
     genie_table,
     parse_genie_params,
 )
-from solver.registry import MethodSpec, check_options, register_method
-from solver.result import Status
-from solver.solve import MethodOutput
+from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.result import Status
+from dlsched.solve import MethodOutput
 
 WFAIR_ARRIVAL_WEIGHT = 0.5
 

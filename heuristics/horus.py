@@ -22,14 +22,14 @@ import math
 
 import numpy as np
 
-from solver.decision import Decision, Placement
-from solver.instance import Instance
-from solver.jobs import Job
-from solver.problems.horus import parse_horus_params, share_costs
-from solver.registry import MethodSpec, check_options, register_method
-from solver.result import Status
-from solver.solve import MethodOutput
-from solver.state import ClusterState
+from dlsched.decision import Decision, Placement
+from dlsched.instance import Instance
+from dlsched.jobs import Job
+from dlsched.problems.horus import parse_horus_params, share_costs
+from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.result import Status
+from dlsched.solve import MethodOutput
+from dlsched.state import ClusterState
 
 from .kmeans import kmeans_l1, normalize_columns
 

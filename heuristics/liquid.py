@@ -2,7 +2,7 @@
 
 All methods work on a node-level assignment (container → server) kept feasible by
 :class:`NodeLoads` (GPU counts per memory level, CPU, RAM); concrete GPUs are chosen at the
-end by ``solver.problems.liquid.assign_gpus``. A method that cannot place the whole batch
+end by ``dlsched.problems.liquid.assign_gpus``. A method that cannot place the whole batch
 returns ``Status.NO_SOLUTION`` and no decision (a Liquid batch is placed whole).
 
 - ``bestfit`` (Alg. 1, immediate mode): jobs in queue order; a job's containers in an
@@ -36,11 +36,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.instance import Instance
-from solver.problems.liquid import EPS, LiquidData, decision_from_assignment, liquid_data
-from solver.registry import MethodSpec, check_options, register_method
-from solver.result import Status
-from solver.solve import MethodOutput
+from dlsched.instance import Instance
+from dlsched.problems.liquid import EPS, LiquidData, decision_from_assignment, liquid_data
+from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.result import Status
+from dlsched.solve import MethodOutput
 
 UNSET = -1
 

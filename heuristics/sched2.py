@@ -29,14 +29,14 @@ from collections.abc import Callable
 
 import numpy as np
 
-from solver.decision import Decision, Placement
-from solver.errors import InputError
-from solver.instance import Instance
-from solver.jobs import Job
-from solver.problems.sched2 import locality_slowdown, parse_sched2_params
-from solver.registry import MethodSpec, check_options, register_method
-from solver.result import Status
-from solver.solve import MethodOutput
+from dlsched.decision import Decision, Placement
+from dlsched.errors import InputError
+from dlsched.instance import Instance
+from dlsched.jobs import Job
+from dlsched.problems.sched2 import locality_slowdown, parse_sched2_params
+from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.result import Status
+from dlsched.solve import MethodOutput
 
 MAX_DELAYS = 3
 

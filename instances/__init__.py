@@ -1,11 +1,6 @@
 """Seeded instance generators, trace importers and the pinned instance library.
 
-Importing the package registers every generator module (``*_gen.py``).
+Importing the package registers every generator module listed below.
 """
 
-import importlib
-import pkgutil
-
-for _module in pkgutil.iter_modules(__path__):
-    if _module.name.endswith("_gen"):
-        importlib.import_module(f"{__name__}.{_module.name}")
+from . import genie_gen, horus_gen, liquid_gen, sched2_gen  # noqa: F401  (registration)

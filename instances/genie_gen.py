@@ -32,13 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from solver.genie_model import QOS_CLASSES, TABLE3_MODELS, Shape, ect_deadline, latency
-from solver.genie_model import solo_latency as model_solo_latency
-from solver.instance import Instance, check_instance
-from solver.jobs import Job, RunningJob
-from solver.problems.genie import default_params, parse_genie_params, task_of
-from solver.registry import GeneratorSpec, register_generator
-from solver.topology import homogeneous_cluster
+from dlsched.genie_model import QOS_CLASSES, TABLE3_MODELS, Shape, ect_deadline, latency
+from dlsched.genie_model import solo_latency as model_solo_latency
+from dlsched.instance import Instance
+from dlsched.instance_io import check_instance
+from dlsched.jobs import Job, RunningJob
+from dlsched.problems.genie import default_params, parse_genie_params, task_of
+from dlsched.registry import GeneratorSpec, register_generator
+from dlsched.topology import homogeneous_cluster
 
 BATCH_SIZES: tuple[int, ...] = (16, 32, 64, 128, 256)
 QOS_MIX: tuple[float, float, float] = (0.05, 0.35, 0.60)  # urgent, prior, normal (Table 3)

@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from solver.instance import Instance, check_instance
-from solver.jobs import Job, RunningJob
-from solver.registry import GeneratorSpec, register_generator
-from solver.topology import homogeneous_cluster
+from dlsched.instance import Instance
+from dlsched.instance_io import check_instance
+from dlsched.jobs import Job, RunningJob
+from dlsched.registry import GeneratorSpec, register_generator
+from dlsched.topology import homogeneous_cluster
 
 GPU_MEMORY_GB = {"gtx1080": 8.0, "rtx2080": 8.0}
 GPU_COUNTS = (1, 2, 4, 8)

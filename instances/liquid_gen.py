@@ -24,15 +24,16 @@ import argparse
 
 import numpy as np
 
-from solver.instance import Instance, check_instance
-from solver.jobs import Container, Job, RunningJob
-from solver.problems.liquid import DISTANCE_TABLES, OBJECTIVES
-from solver.registry import GeneratorSpec, register_generator
-from solver.topology import homogeneous_cluster
+from dlsched.instance import Instance
+from dlsched.instance_io import check_instance
+from dlsched.jobs import Container, Job, RunningJob
+from dlsched.problems.liquid import DISTANCE_TABLES, OBJECTIVES
+from dlsched.registry import GeneratorSpec, register_generator
+from dlsched.topology import homogeneous_cluster
 
 MIX_PER_5_NODES = (("resnet50", 4), ("inception3", 2), ("vgg16", 2))
 BANDWIDTH = {"vgg16": 0.4783, "resnet50": 0.0788, "inception3": 0.0189}
-"""From ``python -m instances.derive.liquid_bandwidth`` (4 decimals)."""
+"""From ``python -m dlsched.instances.derive.liquid_bandwidth`` (4 decimals)."""
 WORKER_GPU_MEM_GB = {"resnet50": 7.0, "inception3": 6.0, "vgg16": 10.0}
 PS = {"cpu": 2.0, "ram_gb": 8.0}
 WORKER = {"cpu": 4.0, "ram_gb": 16.0}

@@ -20,10 +20,11 @@ import argparse
 
 import numpy as np
 
-from solver.instance import Instance, check_instance
-from solver.jobs import Job
-from solver.registry import GeneratorSpec, register_generator
-from solver.topology import homogeneous_cluster
+from dlsched.instance import Instance
+from dlsched.instance_io import check_instance
+from dlsched.jobs import Job
+from dlsched.registry import GeneratorSpec, register_generator
+from dlsched.topology import homogeneous_cluster
 
 MULTI_GPU = (2, 4, 8, 16)
 MULTI_WEIGHTS = (10, 12, 7, 3)

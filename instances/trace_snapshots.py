@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from importlib import resources
 
-from solver.instance import Instance, check_instance, load_instance
-from solver.simulate import simulate
+from dlsched.instance import Instance
+from dlsched.instance_io import check_instance, load_instance
+from dlsched.simulate import simulate
 
 
 class _Captured(Exception):
@@ -29,7 +30,7 @@ def trace_snapshot(*, seed: int = 0, workload: str, problem: str = "horus",
 
     Raises ValueError when the replay never has ``pending`` jobs waiting.
     """
-    path = resources.files("instances").joinpath("workloads", workload)
+    path = resources.files("dlsched.instances").joinpath("workloads", workload)
     with resources.as_file(path) as file:
         source = load_instance(file)
     source = source.replace(problem=problem, params=params or {})

@@ -36,9 +36,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from solver.instance import Instance, check_instance
-from solver.jobs import Job
-from solver.topology import homogeneous_cluster
+from dlsched.instance import Instance
+from dlsched.instance_io import check_instance
+from dlsched.jobs import Job
+from dlsched.topology import homogeneous_cluster
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 GPUS_PER_SERVER = 8

@@ -1,5 +1,13 @@
-"""dlsched core: data model, instance files, validator, evaluator and ``solve``."""
+"""dlsched: exact models, heuristics and simulation for deep-learning jobs on GPU clusters.
 
+The documented API: :func:`solve`, :func:`simulate`, :func:`load_instance`, :func:`validate`,
+:func:`evaluate`, and the data types re-exported here.
+"""
+
+# The wiring: these imports register the built-in methods and generators.
+from . import formulations as formulations
+from . import heuristics as heuristics
+from . import instances as instances
 from .decision import Decision as Decision
 from .decision import Placement as Placement
 from .decision import TaskPlacement as TaskPlacement
@@ -7,13 +15,14 @@ from .decision import load_solution as load_solution
 from .decision import save_solution as save_solution
 from .errors import InputError as InputError
 from .instance import Instance as Instance
-from .instance import load_instance as load_instance
-from .instance import save_instance as save_instance
+from .instance_io import load_instance as load_instance
+from .instance_io import save_instance as save_instance
 from .jobs import Container as Container
 from .jobs import Job as Job
 from .jobs import RunningJob as RunningJob
 from .result import Result as Result
 from .result import Status as Status
+from .simulate import simulate as simulate
 from .solve import solve as solve
 from .topology import Cluster as Cluster
 from .topology import homogeneous_cluster as homogeneous_cluster

@@ -7,49 +7,21 @@ input (one line naming the file, the field and the fix; no traceback).
 from __future__ import annotations
 
 import argparse
-import importlib
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .benchmarks import cli as benchmarks_cli
+from .cli_support import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Parser, parse_option_pairs
 from .decision import load_solution, save_solution
 from .errors import InputError
-from .instance import load_instance, save_instance
+from .instance_io import load_instance, save_instance
 from .problems import get_problem
 from .registry import generators, get_method, methods_for
 from .result import Result
+from .simulate import cli as simulate_cli
 from .solve import solve
 from .validate import validate
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-
-COMMAND_MODULES: tuple[str, ...] = ("benchmarks.cli", "solver.simulate.cli")
-"""Modules that add more subcommands: each has ``add_commands(subparsers)``; a command's
-``func(args) -> int`` is set with ``parser.set_defaults(func=...)``."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that exits with code 2 and one line on a usage error (its default too)."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
-
-
-def parse_option_pairs(pairs: Sequence[str]) -> dict[str, object]:
-    """``key=value`` strings → dict; values parsed as JSON when they parse."""
-    out: dict[str, object] = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise InputError(f"option {pair!r} is not key=value", field="--option",
-                             fix="write --option name=value")
-        key, value = pair.split("=", 1)
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
@@ -167,12 +139,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="dlsched", description="Schedule deep-learning jobs on GPU "
+    parser = Parser(prog="dlsched", description="Schedule deep-learning jobs on GPU "
                      "clusters: exact models, heuristics, and the gap between them.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     gen = sub.add_parser("generate", help="write a seeded instance file")
-    gen_sub = gen.add_subparsers(dest="problem", required=True, parser_class=_Parser)
+    gen_sub = gen.add_subparsers(dest="problem", required=True, parser_class=Parser)
     for name, spec in generators().items():
         p = gen_sub.add_parser(name, help=spec.summary, description=spec.summary)
         spec.add_arguments(p)
@@ -217,8 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     met = sub.add_parser("methods", help="list problems, methods and backends")
     met.set_defaults(func=_cmd_methods)
 
-    for module in COMMAND_MODULES:
-        importlib.import_module(module).add_commands(sub)
+    simulate_cli.add_commands(sub)
+    benchmarks_cli.add_commands(sub)
     return parser
 
 

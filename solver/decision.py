@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .canonical import pretty_json, sha256_of
 from .errors import InputError
-from .instance import read_json
+from .files import read_json
 from .schema_check import check_against_schema
 
 if TYPE_CHECKING:

@@ -566,7 +566,7 @@ def load_default_coefficients() -> dict[str, ModelCoefficients]:
         Keyed by :data:`TABLE3_MODELS` names. Where each number comes from is recorded
         in the JSON file and in ``docs/genie-model.md``.
     """
-    text = (resources.files("solver") / "data" / _COEFFICIENT_FILE).read_text(encoding="utf-8")
+    text = (resources.files("dlsched") / "data" / _COEFFICIENT_FILE).read_text(encoding="utf-8")
     data = json.loads(text)
     out: dict[str, ModelCoefficients] = {}
     for name, entry in _iter_models(data):

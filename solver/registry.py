@@ -1,19 +1,22 @@
 """Registries that formulations, heuristics and instance generators fill.
 
-``solver`` names none of them: it imports the plugin packages listed in ``PLUGINS`` on
-first use, and each plugin module registers what it provides.
+The core names none of them. The built-in ones register when the package face
+(``dlsched/__init__.py``) imports ``dlsched.formulations``, ``dlsched.heuristics`` and
+``dlsched.instances``, whose ``__init__`` modules list their modules explicitly. Third-party
+packages register through the entry-point group ``dlsched.methods`` (see
+:func:`load_entry_points`).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import Any
 
 from .errors import InputError
 
-PLUGINS = ("formulations", "heuristics", "instances")
+ENTRY_POINT_GROUP = "dlsched.methods"
 
 
 @dataclass(frozen=True)
@@ -71,18 +74,37 @@ def register_generator(spec: GeneratorSpec) -> GeneratorSpec:
     return spec
 
 
-def load_plugins() -> None:
-    """Import the plugin packages once, so that they register their methods."""
+def load_entry_points() -> None:
+    """Load third-party methods once, from the entry-point group ``dlsched.methods``.
+
+    Each entry point names a module (importing it registers its methods) or a callable
+    taking no arguments that registers them, e.g. in the plugin's ``pyproject.toml``::
+
+        [project.entry-points."dlsched.methods"]
+        mymethods = "my_package.dlsched_methods"
+
+    A plugin that fails to load is an :class:`InputError` naming it.
+    """
     global _loaded
     if _loaded:
         return
     _loaded = True
-    for name in PLUGINS:
-        importlib.import_module(name)
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            loaded = entry.load()
+            if callable(loaded):
+                loaded()
+        except Exception as exc:  # a broken plugin is reported, not hidden
+            raise InputError(
+                f"plugin {entry.name!r} ({entry.value}) failed to load: "
+                f"{type(exc).__name__}: {exc}",
+                field=f"entry point {ENTRY_POINT_GROUP}",
+                fix="fix or uninstall the plugin",
+            ) from None
 
 
 def methods_for(problem: str) -> dict[str, MethodSpec]:
-    load_plugins()
+    load_entry_points()
     return {name: spec for (p, name), spec in sorted(_METHODS.items()) if p == problem}
 
 
@@ -98,5 +120,5 @@ def get_method(problem: str, name: str) -> MethodSpec:
 
 
 def generators() -> dict[str, GeneratorSpec]:
-    load_plugins()
+    load_entry_points()
     return dict(sorted(_GENERATORS.items()))

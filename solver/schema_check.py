@@ -28,7 +28,7 @@ _FIXES = {
 @cache
 def schema(name: str) -> dict[str, Any]:
     """The bundled JSON Schema ``name`` (``instance`` or ``solution``)."""
-    text = resources.files("solver").joinpath("schema", f"{name}.schema.json").read_text()
+    text = resources.files("dlsched").joinpath("schema", f"{name}.schema.json").read_text()
     return json.loads(text)
 
 

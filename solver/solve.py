@@ -9,7 +9,8 @@ from typing import Any
 
 from .decision import Decision
 from .errors import InputError
-from .instance import Instance, load_instance
+from .instance import Instance
+from .instance_io import load_instance
 from .problems import get_problem
 from .registry import get_method
 from .result import ModelSize, Result, Status, relative_gap

@@ -1,7 +1,7 @@
 """Free capacity of a snapshot, updated as a method places jobs one by one.
 
 Heuristics use it to stay feasible; the validator computes loads on its own from the
-decision (see ``solver.validate``) and trusts none of this.
+decision (see ``dlsched.validate``) and trusts none of this.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from solver import Instance, Job, RunningJob, homogeneous_cluster
+from dlsched import Instance, Job, RunningJob, homogeneous_cluster
 
 
 def horus_instance(jobs, running=(), *, nodes=1, gpus_per_node=2, mem=8.0, cpu=64.0,

@@ -14,7 +14,7 @@ On a 2 × 2 platform with θ = 0.4 (N·G = 4, Cost = n/4 + 0.4·a/2):
 
 from __future__ import annotations
 
-from solver import Instance, Job, RunningJob, homogeneous_cluster
+from dlsched import Instance, Job, RunningJob, homogeneous_cluster
 
 TOY = {"k0": 10.0, "k1": 0.0, "k2": 0.0, "gamma": 0.5, "lam": 0.5, "nu": 0.0,
        "b_min": 0.0, "b_sat": None, "infer_speedup": 1.0}

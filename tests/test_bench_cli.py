@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from benchmarks.runner import read_table
-from solver.cli import main
+from dlsched.benchmarks.runner import read_table
+from dlsched.cli import main
 
 
 @pytest.fixture(scope="module")

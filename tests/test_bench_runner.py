@@ -9,13 +9,14 @@ import time
 
 import pytest
 
-from benchmarks.library import build_suite, load_manifest
-from benchmarks.runner import COLUMNS, BenchSettings, gap_to_best, read_table, run_bench
+from dlsched import save_instance, solve
+from dlsched.benchmarks.build import build_suite
+from dlsched.benchmarks.library import load_manifest
+from dlsched.benchmarks.runner import COLUMNS, BenchSettings, gap_to_best, read_table, run_bench
+from dlsched.registry import _METHODS, MethodSpec, register_method
+from dlsched.solve import MethodOutput
+from dlsched.validate import evaluate
 from factories import horus_instance, running
-from solver import save_instance, solve
-from solver.registry import _METHODS, MethodSpec, register_method
-from solver.solve import MethodOutput
-from solver.validate import evaluate
 
 # f(x) = x up to 100 % (the quadratic x² above is convex and meets the line at 1)
 PARAMS = {"unplaced_penalty": 10.0,
@@ -133,7 +134,7 @@ def _bug(instance, **_):
 
 
 def _none(instance, **_):
-    from solver.result import Status
+    from dlsched.result import Status
 
     return MethodOutput(None, Status.NO_SOLUTION, bound=0.1)
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from solver.cli import main
+from dlsched.cli import main
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, instance_file, capsys, case):
 def test_bad_input_in_a_real_process_has_no_traceback(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2")
-    proc = subprocess.run([sys.executable, "-m", "solver.cli", "solve", str(bad)],
+    proc = subprocess.run([sys.executable, "-m", "dlsched.cli", "solve", str(bad)],
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr

@@ -9,10 +9,10 @@ import textwrap
 import pandas as pd
 import pytest
 
-from benchmarks.compete import compete, leaderboard, parse_entrant, score
-from benchmarks.library import build_suite
-from solver import InputError
-from solver.cli import main
+from dlsched import InputError
+from dlsched.benchmarks.build import build_suite
+from dlsched.benchmarks.compete import compete, leaderboard, parse_entrant, score
+from dlsched.cli import main
 
 PY = sys.executable
 
@@ -111,7 +111,7 @@ def test_bad_solvers_score_zero_with_reasons(suite, scripts, tmp_path):
 
 def test_callable_entrant_runs_in_a_subprocess(suite, tmp_path, monkeypatch):
     (tmp_path / "mysolver.py").write_text(textwrap.dedent("""
-        from solver import solve
+        from dlsched import solve
 
         def exact(instance, time_limit=None):
             return solve(instance, "exact", backend="cbc", time_limit=time_limit)

@@ -11,11 +11,11 @@ import itertools
 
 import pytest
 
+from dlsched import Decision, Placement, Status, evaluate, solve, validate
+from dlsched.instances.genie_gen import generate_genie_workload, genie_snapshot
+from dlsched.problems.genie import genie_breakdown
+from dlsched.registry import get_method
 from genie_factories import toy_instance, toy_job
-from instances.genie_gen import generate_genie_workload, genie_snapshot
-from solver import Decision, Placement, Status, evaluate, solve, validate
-from solver.problems.genie import genie_breakdown
-from solver.registry import get_method
 
 
 def brute_force(instance) -> float:

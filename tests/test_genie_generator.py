@@ -6,11 +6,11 @@ from collections import Counter
 
 import pytest
 
-from instances.genie_gen import generate_genie, generate_genie_workload, genie_snapshot
-from solver.cli import main
-from solver.genie_model import TABLE3_MODELS, solo_latency
-from solver.instance import load_instance, save_instance
-from solver.problems.genie import parse_genie_params, task_of
+from dlsched.cli import main
+from dlsched.genie_model import TABLE3_MODELS, solo_latency
+from dlsched.instance_io import load_instance, save_instance
+from dlsched.instances.genie_gen import generate_genie, generate_genie_workload, genie_snapshot
+from dlsched.problems.genie import parse_genie_params, task_of
 
 
 def test_same_arguments_same_bytes(tmp_path):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from dlsched import Decision, Placement, Status, solve, validate
+from dlsched.heuristics.genie import METHODS, capacity_shares, swaf_order
+from dlsched.instances.genie_gen import generate_genie
+from dlsched.problems.genie import genie_table, shape_of_gpus
 from genie_factories import toy_instance, toy_job
-from heuristics.genie import METHODS, capacity_shares, swaf_order
-from instances.genie_gen import generate_genie
-from solver import Decision, Placement, Status, solve, validate
-from solver.problems.genie import genie_table, shape_of_gpus
 
 NAMES = [m[0] for m in METHODS]
 SNAPSHOTS = [generate_genie(seed=s, snapshot=True) for s in range(3)]

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from solver.genie_model import (
+from dlsched.genie_model import (
     TABLE3_MODELS,
     ModelCoefficients,
     Platform,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from dlsched import Decision, InputError, Placement, evaluate, validate
+from dlsched.instance_io import check_instance, instance_from_dict, load_instance, save_instance
+from dlsched.problems.genie import genie_breakdown, genie_table, lexicographic_weight
+from dlsched.topology import Cluster
 from genie_factories import toy_instance, toy_job
-from solver import Decision, InputError, Placement, evaluate, validate
-from solver.instance import check_instance, instance_from_dict, load_instance, save_instance
-from solver.problems.genie import genie_breakdown, genie_table, lexicographic_weight
-from solver.topology import Cluster
 
 
 def _place(job: str, *gpus: str) -> Placement:

@@ -7,10 +7,10 @@ import itertools
 import numpy as np
 import pytest
 
-from instances.horus_gen import generate_horus
-from solver import Decision, Placement, solve, validate
-from solver.problems import get_problem
-from solver.result import Status
+from dlsched import Decision, Placement, solve, validate
+from dlsched.instances.horus_gen import generate_horus
+from dlsched.problems import get_problem
+from dlsched.result import Status
 
 
 def brute_force_optimum(instance) -> float:
@@ -80,7 +80,7 @@ def test_exact_matches_brute_force(backend, cost_model, seeds, optima):
 def test_colocation_instances_do_stack_jobs(optima):
     """Guard the brute-force suite itself: some colocation optima differ from the paper's
     cost, so the round-aware term is really exercised."""
-    from solver.instance import Instance
+    from dlsched.instance import Instance
 
     differs = 0
     for seed in COLOCATION_SEEDS:
@@ -111,7 +111,7 @@ def test_all_unplaceable_gives_empty_optimal_decision(backend):
 
 
 def test_model_export_writes_mps_and_lp(tmp_path):
-    from solver.registry import get_method
+    from dlsched.registry import get_method
 
     instance = tiny_instance(3, "paper")
     export = get_method("horus", "exact").export

@@ -8,11 +8,11 @@ import sys
 
 import numpy as np
 
-from instances.horus_gen import generate_horus
-from solver import load_instance, save_instance
+from dlsched import load_instance, save_instance
+from dlsched.instances.horus_gen import generate_horus
 
-SCRIPT = ("import sys; from instances.horus_gen import generate_horus; "
-          "from solver import save_instance; "
+SCRIPT = ("import sys; from dlsched.instances.horus_gen import generate_horus; "
+          "from dlsched import save_instance; "
           "save_instance(generate_horus(seed=11, nodes=8, gpus_per_node=4, beta=9), sys.argv[1])")
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dlsched import solve, validate
+from dlsched.heuristics.horus import fifo, greedy, obp, weighted_fair_pick
+from dlsched.heuristics.kmeans import kmeans_l1
+from dlsched.instances.horus_gen import generate_horus
+from dlsched.result import Status
 from factories import horus_instance, running
-from heuristics.horus import fifo, greedy, obp, weighted_fair_pick
-from heuristics.kmeans import kmeans_l1
-from instances.horus_gen import generate_horus
-from solver import solve, validate
-from solver.result import Status
 
 METHODS = ("greedy", "fifo", "obp")
 

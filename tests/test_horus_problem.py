@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from factories import horus_instance, running
-from solver import Decision, Placement, evaluate
-from solver.errors import InputError
-from solver.instance import check_instance
-from solver.problems.horus import (
+from dlsched import Decision, Placement, evaluate
+from dlsched.errors import InputError
+from dlsched.instance_io import check_instance
+from dlsched.problems.horus import (
     BUILTIN_INTERFERENCE,
     InterferenceFunction,
     estimate_gpu_memory_gb,
     horus_breakdown,
     horus_costs,
 )
+from factories import horus_instance, running
 
 F1080 = BUILTIN_INTERFERENCE["gtx1080"]
 
@@ -103,7 +103,7 @@ def test_memory_estimate_eq2():
 
 def test_unknown_gpu_type_needs_interference_params():
     inst = horus_instance([("a", 1, 50.0, 1.0)])
-    from solver import homogeneous_cluster
+    from dlsched import homogeneous_cluster
 
     v100 = inst.replace(cluster=homogeneous_cluster(1, 2, gpu_type="v100"))
     with pytest.raises(InputError, match="params.interference.v100"):

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from dlsched import Decision, InputError, Placement, load_instance, load_solution, save_instance
+from dlsched.decision import save_solution
+from dlsched.instances.horus_gen import generate_horus
+from dlsched.topology import Level, homogeneous_cluster
 from factories import horus_instance, running
-from instances.horus_gen import generate_horus
-from solver import Decision, InputError, Placement, load_instance, load_solution, save_instance
-from solver.decision import save_solution
-from solver.topology import Level, homogeneous_cluster
 
 
 def test_round_trip_keeps_content_and_checksum(tmp_path):
@@ -105,7 +105,7 @@ def test_topology_levels_and_graph():
 def test_duplicate_ids_in_cluster():
     doc = homogeneous_cluster(2, 1).to_dict()
     doc["nodes"][1]["gpus"][0]["id"] = "n0/g0"
-    from solver import Cluster
+    from dlsched import Cluster
 
     with pytest.raises(InputError, match="used twice"):
         Cluster.from_dict(doc)

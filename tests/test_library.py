@@ -7,19 +7,19 @@ import json
 
 import pytest
 
-from benchmarks.library import (
+from dlsched import InputError, load_instance
+from dlsched.benchmarks.build import build_suite
+from dlsched.benchmarks.library import (
     Offer,
-    build_suite,
     load_manifest,
     offer_best,
     verify,
     write_instance_gz,
 )
-from benchmarks.suites import load_spec
-from solver import InputError, load_instance
-from solver.cli import main
-from solver.decision import Decision, Placement
-from solver.registry import generators
+from dlsched.benchmarks.suites import load_spec
+from dlsched.cli import main
+from dlsched.decision import Decision, Placement
+from dlsched.registry import generators
 
 
 def write_spec(root, seeds=(0, 1)):

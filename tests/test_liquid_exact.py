@@ -8,13 +8,13 @@ import itertools
 import numpy as np
 import pytest
 
-from instances.liquid_gen import generate_liquid
-from solver import Instance, Job, homogeneous_cluster, solve, validate
-from solver.jobs import Container, RunningJob
-from solver.problems import get_problem
-from solver.problems.liquid import decision_from_assignment, liquid_data
-from solver.result import Status
-from solver.topology import Cluster
+from dlsched import Instance, Job, homogeneous_cluster, solve, validate
+from dlsched.instances.liquid_gen import generate_liquid
+from dlsched.jobs import Container, RunningJob
+from dlsched.problems import get_problem
+from dlsched.problems.liquid import decision_from_assignment, liquid_data
+from dlsched.result import Status
+from dlsched.topology import Cluster
 
 SHAPES = ((1, 2), (1, 1), (2, 1))  # (parameter servers, workers)
 
@@ -113,7 +113,7 @@ def test_symmetric_batch_is_proven(backend):
 
 
 def test_export_writes_mps_and_lp(tmp_path):
-    from solver.registry import get_method
+    from dlsched.registry import get_method
 
     spec = get_method("liquid", "exact")
     inst = tiny_instance(1)

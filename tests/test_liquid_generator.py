@@ -9,13 +9,13 @@ from collections import Counter
 
 import pytest
 
-from instances.derive.liquid_bandwidth import bandwidth_weights
-from instances.liquid_gen import BANDWIDTH, generate_liquid
-from solver import load_instance, save_instance
-from solver.cli import main
+from dlsched import load_instance, save_instance
+from dlsched.cli import main
+from dlsched.instances.derive.liquid_bandwidth import bandwidth_weights
+from dlsched.instances.liquid_gen import BANDWIDTH, generate_liquid
 
-SCRIPT = ("import sys; from instances.liquid_gen import generate_liquid; "
-          "from solver import save_instance; "
+SCRIPT = ("import sys; from dlsched.instances.liquid_gen import generate_liquid; "
+          "from dlsched import save_instance; "
           "save_instance(generate_liquid(seed=11, nodes=10, busy=0.1), sys.argv[1])")
 
 

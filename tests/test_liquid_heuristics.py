@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from test_liquid_exact import tiny_instance
 
-from instances.liquid_gen import generate_liquid
-from solver import Instance, Job, homogeneous_cluster, solve, validate
-from solver.jobs import Container, RunningJob
-from solver.result import Status
+from dlsched import Instance, Job, homogeneous_cluster, solve, validate
+from dlsched.instances.liquid_gen import generate_liquid
+from dlsched.jobs import Container, RunningJob
+from dlsched.result import Status
 
 METHODS = ("bestfit", "gga", "random", "spread", "firstfit", "pack")
 FAST_GA = {"max_generations": 15}

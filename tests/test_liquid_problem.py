@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from solver import Decision, Instance, Job, homogeneous_cluster, validate
-from solver.decision import Placement, TaskPlacement
-from solver.errors import InputError
-from solver.jobs import Container, RunningJob
-from solver.problems import get_problem
-from solver.problems.liquid import distance_matrix, liquid_breakdown, parse_liquid_params
+from dlsched import Decision, Instance, Job, homogeneous_cluster, validate
+from dlsched.decision import Placement, TaskPlacement
+from dlsched.errors import InputError
+from dlsched.jobs import Container, RunningJob
+from dlsched.problems import get_problem
+from dlsched.problems.liquid import distance_matrix, liquid_breakdown, parse_liquid_params
 
 
 def test_distance_tables_racks_and_domains():
@@ -119,7 +119,7 @@ def test_bad_params_name_the_field(params, field):
 
 
 def test_job_without_containers_is_rejected():
-    from solver.instance import check_instance
+    from dlsched.instance_io import check_instance
     inst = one_job_instance({}).replace(jobs=(Job(id="empty"),))
     with pytest.raises(InputError) as err:
         check_instance(inst)

@@ -7,9 +7,9 @@ import itertools
 import numpy as np
 import pytest
 
-from formulations.offline import check_schedule, job_modes, solve_offline
-from solver import Instance, Job, homogeneous_cluster
-from solver.result import Status
+from dlsched import Instance, Job, homogeneous_cluster
+from dlsched.formulations.offline import check_schedule, job_modes, solve_offline
+from dlsched.result import Status
 
 
 def brute_force(workload: Instance, objective: str) -> float:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmarks.profiles import (
+from dlsched.benchmarks.profiles import (
     gap_matrix,
     gaps_to_reference,
     plot_profile,
@@ -16,7 +16,7 @@ from benchmarks.profiles import (
     shifted_geometric_mean,
     time_ratios,
 )
-from benchmarks.report import summarize, write_report
+from dlsched.benchmarks.report import summarize, write_report
 
 NAN = float("nan")
 

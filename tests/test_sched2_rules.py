@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from heuristics.sched2 import packing, select
-from instances.sched2_gen import generate_sched2
-from solver import Instance, Job, RunningJob, homogeneous_cluster
-from solver.instance import check_instance
-from solver.problems.sched2 import locality_profile, locality_slowdown, remote_peer_share
-from solver.solve import solve
-from solver.validate import evaluate, validate
+from dlsched import Instance, Job, RunningJob, homogeneous_cluster
+from dlsched.heuristics.sched2 import packing, select
+from dlsched.instance_io import check_instance
+from dlsched.instances.sched2_gen import generate_sched2
+from dlsched.problems.sched2 import locality_profile, locality_slowdown, remote_peer_share
+from dlsched.solve import solve
+from dlsched.validate import evaluate, validate
 
 
 def test_locality_matches_paper_sensitivities():

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from solver import Instance, Job, homogeneous_cluster
-from solver.cli import main
-from solver.instance import save_instance
+from dlsched import Instance, Job, homogeneous_cluster
+from dlsched.cli import main
+from dlsched.instance_io import save_instance
 
 
 def _workload(path):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from instances.sched2_gen import generate_sched2
-from solver import Instance, Job, homogeneous_cluster
-from solver.simulate import SpeedModel, job_table, simulate, summary
-from solver.simulate.metrics import utilization_series
+from dlsched import Instance, Job, homogeneous_cluster
+from dlsched.instances.sched2_gen import generate_sched2
+from dlsched.simulate import SpeedModel, job_table, simulate, summary
+from dlsched.simulate.metrics import utilization_series
 
 
 def _max_overlap(intervals: list[tuple[float, float, float]]) -> float:
@@ -87,10 +87,10 @@ GENIE_POLICIES = ("swaf", "fifo", "capacity", "minmin", "wfair", "tetris-perf", 
 
 @pytest.mark.parametrize("method", [*GENIE_POLICIES, "exact"])
 def test_genie_policies_plug_in_with_latency_model(method):
-    from instances.genie_gen import generate_genie_workload
-    from solver.genie_model import Shape, latency
-    from solver.problems.genie import parse_genie_params, task_of
-    from solver.simulate import Policy
+    from dlsched.genie_model import Shape, latency
+    from dlsched.instances.genie_gen import generate_genie_workload
+    from dlsched.problems.genie import parse_genie_params, task_of
+    from dlsched.simulate import Policy
     # the paper's 4 x 4 platform: Capacity's per-model shares (16 GPUs / 6 models) are >= 1
     w = generate_genie_workload(seed=1, nodes=4, gpus_per_node=4, density=6.0, duration=2.0)
     coef = parse_genie_params(w.params).coefficients
@@ -115,7 +115,7 @@ def _check_exclusive_genie(run, table):
 
 
 def test_exact_snapshot_model_as_per_event_policy(backend):
-    from solver.simulate import Policy
+    from dlsched.simulate import Policy
     w = horus_workload(5, 6)
     run = simulate(w, Policy("exact", backend=backend, time_limit=20.0),
                    SpeedModel(interference="horus"))

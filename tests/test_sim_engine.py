@@ -6,13 +6,13 @@ import math
 
 import pytest
 
-from solver import Instance, Job, homogeneous_cluster
-from solver.decision import Decision, Placement
-from solver.registry import _METHODS, MethodSpec, load_plugins
-from solver.result import Status
-from solver.simulate import Policy, SimulationError, SpeedModel, job_table, simulate, summary
-from solver.simulate.results import gantt_bars, jct_cdf, save_results
-from solver.solve import MethodOutput
+from dlsched import Instance, Job, homogeneous_cluster
+from dlsched.decision import Decision, Placement
+from dlsched.registry import _METHODS, MethodSpec
+from dlsched.result import Status
+from dlsched.simulate import Policy, SimulationError, SpeedModel, job_table, simulate, summary
+from dlsched.simulate.results import gantt_bars, jct_cdf, save_results
+from dlsched.solve import MethodOutput
 
 
 def sched2_tiny() -> Instance:
@@ -120,7 +120,7 @@ def test_gpu_speed_scales_rate():
 
 
 def _register(monkeypatch, name, fn):
-    load_plugins()
+
     spec = MethodSpec("sched2", name, "heuristic",
                       lambda inst, **kw: MethodOutput(fn(inst), Status.FEASIBLE))
     monkeypatch.setitem(_METHODS, ("sched2", name), spec)
@@ -164,7 +164,7 @@ def test_seeded_snapshot_caches_equal_fresh_computation(monkeypatch):
     """The engine's fast path seeds derived loads; they must equal what Instance computes."""
     import numpy as np
 
-    from solver.simulate import engine as eng
+    from dlsched.simulate import engine as eng
     seen = []
     original = eng._Engine._snapshot
 

@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from instances.liquid_gen import generate_liquid_workload
-from solver import Instance, Job, homogeneous_cluster
-from solver.jobs import Container
-from solver.simulate import Policy, SimulationError, SpeedModel, simulate
-from solver.simulate.speed import BoundSpeed
+from dlsched import Instance, Job, homogeneous_cluster
+from dlsched.instances.liquid_gen import generate_liquid_workload
+from dlsched.jobs import Container
+from dlsched.simulate import Policy, SimulationError, SpeedModel, simulate
+from dlsched.simulate.speed import BoundSpeed
 
 EXACT = Policy("exact", backend="cbc", time_limit=30)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from dlsched import Decision, Placement, registry, solve
+from dlsched.registry import MethodSpec
+from dlsched.result import Status, relative_gap
+from dlsched.solve import MethodError, MethodOutput
 from factories import horus_instance
-from solver import Decision, Placement, registry, solve
-from solver.registry import MethodSpec
-from solver.result import Status, relative_gap
-from solver.solve import MethodError, MethodOutput
 
 
 def test_relative_gap_formula():
@@ -21,15 +21,11 @@ def test_relative_gap_formula():
 @pytest.fixture
 def register(monkeypatch):
     """Register a throw-away Horus method for one test only."""
-    registry.load_plugins()
-
     def add(name, output):
         spec = MethodSpec("horus", name, "heuristic", lambda inst, **kw: output(inst))
         monkeypatch.setitem(registry._METHODS, ("horus", name), spec)
 
     return add
-
-
 def test_unproven_optimal_claim_is_downgraded(register):
     inst = horus_instance([("a", 1, 10.0, 1.0)])
     register("claims-optimal", lambda inst: MethodOutput(
@@ -38,32 +34,24 @@ def test_unproven_optimal_claim_is_downgraded(register):
     assert result.status is Status.FEASIBLE
     assert result.gap == pytest.approx(1.0)
     assert "reported as feasible" in result.message
-
-
 def test_infeasible_decision_is_an_error_not_an_answer(register):
     inst = horus_instance([("a", 1, 10.0, 100.0)])
     register("cheats", lambda inst: MethodOutput(
         Decision.of([Placement("a", ("n0/g0",))]), Status.FEASIBLE))
     with pytest.raises(MethodError, match="gpu_memory"):
         solve(inst, "cheats")
-
-
 def test_time_limit_must_be_positive():
-    from solver import InputError
+    from dlsched import InputError
 
     with pytest.raises(InputError, match="time_limit"):
         solve(horus_instance([("a", 1, 10.0, 1.0)]), "exact", time_limit=0)
-
-
 def test_heuristic_rejects_a_backend():
-    from solver import InputError
+    from dlsched import InputError
 
     with pytest.raises(InputError, match="no solver backend"):
         solve(horus_instance([("a", 1, 10.0, 1.0)]), "greedy", backend="cbc")
-
-
 def test_time_limited_exact_run_never_claims_optimality_without_proof(backend):
-    from instances.horus_gen import generate_horus
+    from dlsched.instances.horus_gen import generate_horus
 
     inst = generate_horus(seed=3, nodes=64, gpus_per_node=8, beta=15, busy=0.97,
                           cost_model="colocation")

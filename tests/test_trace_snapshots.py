@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from instances.trace_snapshots import trace_snapshot
-from solver import solve, validate
-from solver.result import Status
+from dlsched import solve, validate
+from dlsched.instances.trace_snapshots import trace_snapshot
+from dlsched.result import Status
 
 ITP = "itp-cluster07-d25-26.json.gz"
 

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from instances.traces import cluster_gpus, fill_fields, offered_load, workload_from_frame
-from solver.instance import load_instance
-from solver.simulate import SpeedModel, job_table, simulate
-from solver.topology import Cluster
+from dlsched.instance_io import load_instance
+from dlsched.instances.traces import cluster_gpus, fill_fields, offered_load, workload_from_frame
+from dlsched.simulate import SpeedModel, job_table, simulate
+from dlsched.topology import Cluster
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "instances" / "workloads"
 

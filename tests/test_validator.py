@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from dlsched import Container, Decision, Job, Placement, TaskPlacement, evaluate, validate
 from factories import horus_instance, running
-from solver import Container, Decision, Job, Placement, TaskPlacement, evaluate, validate
 
 
 @pytest.fixture

@@ -14,11 +14,11 @@ samples/s) and the packed and spread runs are the placements ``<1, n>`` and ``<n
 
 What it does:
 
-1. turns the measured proxies into a GENIE profiling table (``solver.profiler`` columns):
+1. turns the measured proxies into a GENIE profiling table (``dlsched.profiler`` columns):
    ResNet50 <- Gavel ResNet-50; Regularized LSTM (``rlstm``) <- Gavel LM (an LSTM word
    language model, the task of Zaremba et al.); Seq2seq <- Gavel Transformer (machine
    translation, the task of Sutskever et al.);
-2. fits each with :func:`solver.profiler.fit_profile`, keeping the multi-GPU runs inside the
+2. fits each with :func:`dlsched.profiler.fit_profile`, keeping the multi-GPU runs inside the
    paper's platform (4 nodes x 4 GPUs, Table 1: so ``n <= 4``); the 8-GPU runs are scored as
    held-out extrapolation;
 3. sets AlexNet, GoogLeNet and Inception-v3, which Gavel did not measure, by hand (see
@@ -44,7 +44,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from solver.genie_model import (  # noqa: E402
+from dlsched.genie_model import (  # noqa: E402
     TABLE3_MODELS,
     ModelCoefficients,
     Shape,
@@ -52,7 +52,7 @@ from solver.genie_model import (  # noqa: E402
     processing_rate,
     single_gpu_rate,
 )
-from solver.profiler import FitError, fit_profile  # noqa: E402
+from dlsched.profiler import FitError, fit_profile  # noqa: E402
 
 DEFAULT_INPUT = REPO_ROOT.parent / "shared/data/gavel_throughputs/simulation_throughputs.json"
 DEFAULT_OUTPUT = REPO_ROOT / "solver/data/genie_coefficients.json"

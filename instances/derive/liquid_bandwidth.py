@@ -9,7 +9,7 @@ different servers (within one rack: distance 1). We fit
 by least squares and take ``bandwidth = b / T(one server)``: the fraction of the job's
 co-located run time one separated PS-worker pair adds, per unit of distance.
 
-Run ``python -m instances.derive.liquid_bandwidth`` to print the values as JSON.
+Run ``python -m dlsched.instances.derive.liquid_bandwidth`` to print the values as JSON.
 """
 
 from __future__ import annotations

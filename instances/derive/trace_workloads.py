@@ -1,6 +1,6 @@
 """Write the small trace-derived workloads committed under ``instances/workloads/``.
 
-Reads the normalized traces in ``../shared/traces`` through ``instances.traces`` and writes
+Reads the normalized traces in ``../shared/traces`` through ``dlsched.instances.traces`` and writes
 gzip-compressed instance files (gzip header without a timestamp, so the bytes depend only
 on the content):
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from instances.traces import alibaba_workload, itp_workload, philly_workload
-from solver.canonical import pretty_json
+from dlsched.canonical import pretty_json
+from dlsched.instances.traces import alibaba_workload, itp_workload, philly_workload
 
 OUT = Path(__file__).resolve().parents[1] / "workloads"
 

@@ -58,3 +58,29 @@ class Problem:
     def evaluate(self, instance: Instance, decision: Decision) -> float:
         """The objective value of a (valid) decision, from the decision alone."""
         raise NotImplementedError
+
+
+_PROBLEMS: dict[str, Problem] = {}
+
+
+def register_problem(problem: Problem) -> Problem:
+    """Add a problem to the registry (idempotent for the same object)."""
+    _PROBLEMS[problem.name] = problem
+    return problem
+
+
+def get_problem(name: str, *, field: str = "problem") -> Problem:
+    """The registered problem ``name``; unknown names are an InputError."""
+    try:
+        return _PROBLEMS[name]
+    except KeyError:
+        raise InputError(
+            f"unknown problem {name!r}",
+            field=field,
+            fix=f"use one of: {', '.join(sorted(_PROBLEMS))}",
+        ) from None
+
+
+def problem_names() -> list[str]:
+    """Names of the registered problems, sorted."""
+    return sorted(_PROBLEMS)

@@ -3,12 +3,12 @@
 A snapshot holds a homogeneous platform ⟨N servers, G GPUs each⟩, tasks already running
 (exclusive GPUs) and a queue of waiting tasks. A decision starts some waiting tasks now,
 each on a symmetric shape ⟨d_node, d_gpn⟩: d_node distinct servers with d_gpn GPUs each.
-The performance model (latency, processing rate, cost, CER) is ``solver.genie_model``.
+The performance model (latency, processing rate, cost, CER) is ``dlsched.genie_model``.
 
 Instance parameters (``params``), so that an instance file is self-contained:
 
 * ``theta`` (default 0.4): θ of Eq. 10;
-* ``coefficients``: per model name, the :class:`~solver.genie_model.ModelCoefficients`
+* ``coefficients``: per model name, the :class:`~dlsched.genie_model.ModelCoefficients`
   fields (``b_sat`` null = no plateau). Missing: the shipped defaults
   (``solver/data/genie_coefficients.json``); generators embed them in the file.
 
@@ -58,8 +58,7 @@ from ..genie_model import (
     load_default_coefficients,
     processing_rate,
 )
-from . import register_problem
-from .base import Problem, Violation
+from .base import Problem, Violation, register_problem
 
 if TYPE_CHECKING:
     from ..decision import Decision

@@ -40,8 +40,7 @@ import numpy as np
 from ..decision import Decision
 from ..errors import InputError
 from ..instance import Instance
-from . import register_problem
-from .base import Problem
+from .base import Problem, register_problem
 
 COST_MODELS = ("paper", "colocation")
 

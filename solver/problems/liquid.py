@@ -45,8 +45,7 @@ from ..errors import InputError
 from ..instance import Instance
 from ..jobs import Container
 from ..topology import Cluster
-from . import register_problem
-from .base import Problem, Violation
+from .base import Problem, Violation, register_problem
 
 DISTANCE_TABLES = ("paper", "implementation")
 OBJECTIVES = ("paper", "implementation")

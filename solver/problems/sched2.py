@@ -38,8 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
-from . import register_problem
-from .base import Problem, Violation
+from .base import Problem, Violation, register_problem
 
 if TYPE_CHECKING:
     from ..decision import Decision

@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..cli import parse_option_pairs
+from ..cli_support import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, parse_option_pairs
 from ..errors import InputError
-from ..instance import load_instance
+from ..instance_io import load_instance
 from .engine import Policy, SimulationError, simulate
 from .results import save_results
 from .speed import INTERFERENCE_MODELS, LOCALITY_MODELS, SpeedModel
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def add_commands(subparsers) -> None:

@@ -2,10 +2,10 @@
 
 Events are arrivals, completions and the policy's own wake-ups (a period, or a time the
 policy asks for in ``Result.extra["wake_at"]``). After all events at one time are applied,
-the policy sees a snapshot — an :class:`~solver.instance.Instance` of the workload's problem
+the policy sees a snapshot — an :class:`~dlsched.instance.Instance` of the workload's problem
 at that time, with the running jobs (remaining time at their current rate) and the pending
-queue in arrival order — and returns a :class:`~solver.decision.Decision`. Every non-empty
-decision is checked by ``solver.validate.validate`` before it is applied; an invalid one
+queue in arrival order — and returns a :class:`~dlsched.decision.Decision`. Every non-empty
+decision is checked by ``dlsched.validate.validate`` before it is applied; an invalid one
 stops the run with :class:`SimulationError` naming the policy and the time. Jobs are
 non-preemptive: they start at the snapshot time and run to completion.
 
@@ -77,7 +77,7 @@ class Policy:
     options
         Method options, passed through.
     via_solve
-        Call through :func:`solver.solve.solve` (status, objective, bound per event);
+        Call through :func:`dlsched.solve.solve` (status, objective, bound per event);
         exact methods always are. Otherwise the method runs directly and its decision
         is checked with the same validator.
     interval
@@ -130,7 +130,7 @@ class JobRecord:
 
 @dataclass
 class SimRun:
-    """Raw outcome of :func:`simulate`; ``solver.simulate.metrics`` turns it into tables."""
+    """Raw outcome of :func:`simulate`; ``dlsched.simulate.metrics`` turns it into tables."""
 
     workload: Instance
     policy: Policy
@@ -237,7 +237,7 @@ def simulate(
     Returns
     -------
     SimRun
-        Per-job records and time series; see ``solver.simulate.metrics``.
+        Per-job records and time series; see ``dlsched.simulate.metrics``.
 
     Raises
     ------

@@ -10,7 +10,7 @@ median, time-weighted GPU utilization (busy GPUs integrated over [first arrival,
 last completion] / (GPUs x that span); a GPU is busy while at least one job holds it),
 mean execution effectiveness, mean fragmentation (SCHED² Eq. 1, time-weighted over the
 same span), and, when jobs carry deadlines, GENIE's QoS-guarantee percentage (Eq. 14) and
-average normalized latency (Eqs. 15-16) from ``solver.genie_model``.
+average normalized latency (Eqs. 15-16) from ``dlsched.genie_model``.
 
 Fragmentation reading (Eq. 1): per server, x_i is the remaining time of GPU i (0 when
 idle), n the server's GPU count; an all-idle server has fragmentation 0 (the formula's

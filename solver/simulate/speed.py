@@ -11,7 +11,7 @@ and its rate changes only at events (a start or completion on a GPU it shares).
   training waits for the slowest worker). Gavel's measured type ratios (V100 1,
   P100 0.81, K80 0.25; ``solver/data/gavel_tables.json``) are a sensible source.
 * **Locality** (static per placement):
-  ``"sched2"``: the SCHED² profile of ``solver.problems.sched2`` (share of remote GPU
+  ``"sched2"``: the SCHED² profile of ``dlsched.problems.sched2`` (share of remote GPU
   peers, model sensitivities of Fig. 1); ``"gavel"``: the same shape with Gavel's
   measured packed / one-per-server ratio R of the job's model and GPU count on a
   reference GPU type, ``slowdown = 1 + (max(R, 1) - 1) * c``; ``"genie"``: GENIE's
@@ -58,7 +58,7 @@ INTERFERENCE_MODELS = (None, "horus")
 @cache
 def gavel_tables() -> dict[str, Any]:
     """The derived Gavel tables shipped in ``solver/data/gavel_tables.json``."""
-    text = resources.files("solver").joinpath("data/gavel_tables.json").read_text("utf-8")
+    text = resources.files("dlsched").joinpath("data/gavel_tables.json").read_text("utf-8")
     return json.loads(text)
 
 
