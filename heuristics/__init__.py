@@ -1,3 +1,3 @@
 """Heuristics and the papers' baselines; importing the package registers them all."""
 
-from . import genie, horus, liquid, sched2  # noqa: F401  (each registers its methods)
+from . import genie, horus, liquid, liquid_jobwise, sched2  # noqa: F401  (each registers its methods)

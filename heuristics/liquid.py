@@ -5,11 +5,12 @@ All methods work on a node-level assignment (container → server) kept feasible
 end by ``dlsched.problems.liquid.assign_gpus``. A method that cannot place the whole batch
 returns ``Status.NO_SOLUTION`` and no decision (a Liquid batch is placed whole).
 
-- ``bestfit`` (Alg. 1, immediate mode): jobs in queue order; a job's containers in an
-  order interleaving PS and workers (ps0, w0, ps1, w1, ..., remaining ones); each tries
-  every server it fits on and takes the one with the smallest objective of the partial
-  plan (ties: lowest index). No look-ahead. Line 18 of Alg. 1 (removing the chosen server
-  from the candidates) is not copied: it would put every container on its own server.
+- the container-by-container best-fit rule (Alg. 1 read literally: containers in an order
+  interleaving PS and workers, each to the server of least partial score, ties to the
+  lowest index; line 18 of Alg. 1 — removing the chosen server from the candidates — is
+  not copied). It is kept only as the GA's optional ``seed_bestfit``: it sends every PS to
+  server 0 (a PS placed before its workers costs the same everywhere), so the registered
+  ``bestfit`` method is the job-wise one of ``heuristics.liquid_jobwise``.
 - ``gga`` (Sec. 5.3 with the Go code's constants): population 30 + C/2, tournament of 3,
   crossover rate 0.7, mutation rate 0.5, one elite; fitness = objective + w·(servers used)
   (Eq. 8's NumNU; w = 1 for the paper objective, 1/C for the implementation's); stop after
@@ -339,7 +340,6 @@ def run_gga(instance: Instance, *, backend=None, time_limit: float | None = None
 
 
 for _name, _kind, _summary in (
-    ("bestfit", "heuristic", "Alg. 1: each container to the server of least partial score"),
     ("random", "baseline", "each container to a random server that fits"),
     ("spread", "baseline", "even-distributed: the server holding fewest containers"),
     ("firstfit", "baseline", "each container to the lowest-index server that fits"),

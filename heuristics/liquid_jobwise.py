@@ -1,0 +1,403 @@
+"""Liquid placement job by job: the corrected best-fit and the GA with local search.
+
+The container-by-container best-fit of ``heuristics.liquid`` places a parameter server
+first, when none of its workers is placed: its cost is then equal on every server and the
+tie sends every PS to server 0, away from its workers. Here a job is placed as a whole:
+
+- ``bestfit`` (Alg. 1, immediate mode, corrected): jobs in queue order; for each job the
+  candidate plans are (a) the whole job on one server, for every server it fits on, and
+  (b) a split plan that places the workers one by one, each on the server of least
+  partial score, and then each PS on the server of least score given its workers. The
+  cheapest candidate wins (ties: lowest server index). The fitness term sees the GPUs the
+  earlier jobs of the same round took (Alg. 1 places one job after another, each on the
+  state the previous ones left), so best-fit packs; the batch is then priced by the
+  problem's evaluator like every other method (whose UsedGPU is the state before the
+  round). ``gga-ls`` places jobs by the batch objective's own terms.
+- ``gga-ls``: the grouping GA's population and tournament with job-preserving operators —
+  crossover injects one server's jobs from parent X into Y and re-places every job it
+  disturbed whole (by the job-wise best-fit), mutation re-places the jobs of one server in
+  a random order — seeded with best-fit in queue order and in decreasing GPU demand (a
+  first-fit-decreasing packing), and a local search on the best plan of every generation
+  (re-place a split job whole; swap a split job with another job; move one container,
+  priced by its exact change of the score) that runs to a local optimum. Stops at
+  ``time_limit``, after ``stall_generations`` without improvement, or ``max_generations``.
+
+Every random draw comes from one ``numpy.random.Generator(seed)``; a run stopped by stalls
+or generations is identical for a seed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from dlsched.instance import Instance
+from dlsched.problems.liquid import LiquidData, decision_from_assignment, liquid_data
+from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.result import Status
+from dlsched.solve import MethodOutput
+
+from .liquid import UNSET, NodeLoads
+
+# ----------------------------------------------------------------------------- job plans
+
+
+class _Round:
+    """The partial plan of one round: assignment, loads and GPUs taken this round."""
+
+    def __init__(self, data: LiquidData, assign: np.ndarray | None = None,
+                 dynamic: bool = False) -> None:
+        self.data = data
+        self.dynamic = dynamic
+        self.assign = (np.full(data.num_containers, UNSET, dtype=np.int64)
+                       if assign is None else assign.copy())
+        self.loads = NodeLoads.of(data, self.assign)
+
+    def copy(self) -> _Round:
+        other = _Round.__new__(_Round)
+        other.data = self.data
+        other.dynamic = self.dynamic
+        other.assign = self.assign.copy()
+        other.loads = NodeLoads(self.data, self.loads.gpu.copy(), self.loads.cpu.copy(),
+                                self.loads.ram.copy(), self.loads.count.copy())
+        return other
+
+    def place(self, c: int, n: int) -> None:
+        self.assign[c] = n
+        self.loads.add(c, n)
+
+    def remove_job(self, j: int) -> None:
+        sl = self.data.job_slices[j]
+        for c in range(sl.start, sl.stop):
+            if self.assign[c] >= 0:
+                self.loads.remove(c, int(self.assign[c]))
+                self.assign[c] = UNSET
+
+    def round_gpus(self, exclude_job: int) -> np.ndarray:
+        """[N] GPUs taken this round by jobs other than ``exclude_job``."""
+        d = self.data
+        mask = (self.assign >= 0) & (d.c_job != exclude_job)
+        return np.bincount(self.assign[mask], weights=d.c_gpus[mask],
+                           minlength=d.num_nodes)
+
+
+def _dynamic_terms(data: LiquidData, rnd: _Round, j: int) -> tuple[np.ndarray, np.ndarray]:
+    """(lin [C_j, N], node_coef [N]) of job j; with ``rnd.dynamic`` the GPUs the round's
+    other jobs took count as used (best-fit), else the batch objective's own terms."""
+    sl = data.job_slices[j]
+    if not rnd.dynamic:
+        return data.lin[sl], data.node_coef
+    extra = rnd.round_gpus(j) / data.total_gpus
+    lam = data.params.lam
+    lin = data.lin[sl].copy()
+    node_coef = data.node_coef.copy()
+    if data.params.objective == "paper":
+        node_coef = node_coef - (1.0 - lam) * extra
+    else:
+        sign = np.where(data.c_ps[sl], 1.0, -1.0)
+        lin += sign[:, None] * extra[None, :] / max(1, data.num_containers)
+    return lin, node_coef
+
+
+def _job_pairs(data: LiquidData, j: int) -> np.ndarray:
+    sl = data.job_slices[j]
+    return np.flatnonzero((data.pair_p >= sl.start) & (data.pair_p < sl.stop))
+
+
+def job_cost(data: LiquidData, j: int, nodes: np.ndarray, lin: np.ndarray,
+             node_coef: np.ndarray) -> float:
+    """Score of job j placed on ``nodes`` (one server index per container of the job)."""
+    sl = data.job_slices[j]
+    k = _job_pairs(data, j)
+    net = float(data.pair_coef[k] @ data.dist[nodes[data.pair_p[k] - sl.start],
+                                              nodes[data.pair_w[k] - sl.start]])
+    own = float(lin[np.arange(len(nodes)), nodes].sum())
+    return net + own + float(node_coef[np.unique(nodes)].sum())
+
+
+def _fits_whole(data: LiquidData, loads: NodeLoads, j: int) -> np.ndarray:
+    """[N] servers that can take every container of job j at once."""
+    sl = data.job_slices[j]
+    idx = np.arange(sl.start, sl.stop)
+    levels = data.level_cap.shape[1]
+    need = np.zeros(levels, dtype=np.int64)
+    for c in idx:
+        need[: data.c_level[c] + 1] += data.c_gpus[c]
+    ok = ((loads.gpu + need[None, :]) <= data.level_cap).all(axis=1)
+    ok &= loads.cpu + data.c_cpu[idx].sum() <= data.free_cpu + 1e-9
+    ok &= loads.ram + data.c_ram[idx].sum() <= data.free_ram + 1e-9
+    return ok
+
+
+def best_job_plan(data: LiquidData, rnd: _Round, j: int) -> np.ndarray | None:
+    """The cheapest plan for job j on the round's state (see the module docstring)."""
+    sl = data.job_slices[j]
+    size = sl.stop - sl.start
+    lin, node_coef = _dynamic_terms(data, rnd, j)
+    best, best_cost = None, np.inf
+    for n in np.flatnonzero(_fits_whole(data, rnd.loads, j)):
+        nodes = np.full(size, n, dtype=np.int64)
+        cost = job_cost(data, j, nodes, lin, node_coef)
+        if cost < best_cost - 1e-12:
+            best, best_cost = nodes, cost
+    split = _split_plan(data, rnd, j, lin, node_coef)
+    if split is not None:
+        cost = job_cost(data, j, split, lin, node_coef)
+        if cost < best_cost - 1e-12:
+            best = split
+    return best
+
+
+def _split_plan(data: LiquidData, rnd: _Round, j: int, lin: np.ndarray,
+                node_coef: np.ndarray) -> np.ndarray | None:
+    """Workers first, each on its cheapest server, then each PS given its workers."""
+    sl = data.job_slices[j]
+    idx = np.arange(sl.start, sl.stop)
+    order = list(idx[~data.c_ps[idx]]) + list(idx[data.c_ps[idx]])
+    trial = rnd.copy()
+    nodes = np.full(len(idx), UNSET, dtype=np.int64)
+    used = np.zeros(data.num_nodes, dtype=bool)
+    for c in order:
+        cand = np.flatnonzero(trial.loads.fits(int(c)))
+        if not len(cand):
+            return None
+        cost = lin[c - sl.start].copy() + np.where(used, 0.0, node_coef)
+        for partners, own in ((data.pair_w, data.pair_p), (data.pair_p, data.pair_w)):
+            k = np.flatnonzero((own == c) & (trial.assign[partners] >= 0))
+            if len(k):
+                cost += data.pair_coef[k] @ data.dist[trial.assign[partners[k]]]
+        n = int(cand[np.argmin(cost[cand])])
+        trial.place(int(c), n)
+        nodes[c - sl.start] = n
+        used[n] = True
+    return nodes
+
+
+def place_jobs(data: LiquidData, rnd: _Round, jobs: list[int]) -> bool:
+    """Place ``jobs`` in order by their best plan; False when one fits nowhere."""
+    for j in jobs:
+        plan = best_job_plan(data, rnd, j)
+        if plan is None:
+            return False
+        sl = data.job_slices[j]
+        for k, n in enumerate(plan):
+            rnd.place(sl.start + k, int(n))
+    return True
+
+
+def jobwise_bestfit(data: LiquidData) -> np.ndarray | None:
+    """The corrected best-fit: every job in queue order by its best plan, each seeing the
+    GPUs the earlier jobs took."""
+    rnd = _Round(data, dynamic=True)
+    if not place_jobs(data, rnd, list(range(len(data.job_slices)))):
+        return None
+    return rnd.assign
+
+
+# ----------------------------------------------------------------------------- local search
+def _split_jobs(data: LiquidData, assign: np.ndarray) -> list[int]:
+    """Jobs whose containers sit on more than one server."""
+    return [j for j, sl in enumerate(data.job_slices) if len(np.unique(assign[sl])) > 1]
+
+
+def _container_costs(data: LiquidData, assign: np.ndarray, c: int) -> np.ndarray:
+    """[N] the score's terms that depend on container c's server, given the others."""
+    cost = data.lin[c].copy()
+    for partners, own in ((data.pair_w, data.pair_p), (data.pair_p, data.pair_w)):
+        k = np.flatnonzero(own == c)
+        if len(k):
+            cost += data.pair_coef[k] @ data.dist[assign[partners[k]]]
+    sl = data.job_slices[int(data.c_job[c])]
+    others = np.delete(assign[sl], c - sl.start)
+    new_server = np.ones(data.num_nodes, dtype=bool)
+    new_server[others] = False
+    return cost + np.where(new_server, data.node_coef, 0.0)
+
+
+def local_search(data: LiquidData, assign: np.ndarray, deadline: float | None) -> np.ndarray:
+    """First-improvement descent: re-place a split job whole, swap a split job with another
+    job, move one container (priced by its exact change of the score)."""
+    rnd = _Round(data, assign)
+    value = data.score(rnd.assign)
+    jobs = len(data.job_slices)
+    improved = True
+    while improved and (deadline is None or time.perf_counter() < deadline):
+        improved = False
+        for a in _split_jobs(data, rnd.assign):
+            for b in [None, *range(jobs)]:
+                if b == a:
+                    continue
+                trial = rnd.copy()
+                trial.remove_job(a)
+                if b is not None:
+                    trial.remove_job(b)
+                if place_jobs(data, trial, [a] if b is None else [b, a]):
+                    v = data.score(trial.assign)
+                    if v < value - 1e-12:
+                        rnd, value, improved = trial, v, True
+                        break
+        for c in range(data.num_containers):
+            here = int(rnd.assign[c])
+            rnd.loads.remove(c, here)
+            cost = _container_costs(data, rnd.assign, c)
+            ok = rnd.loads.fits(c)
+            ok[here] = True
+            cand = np.flatnonzero(ok)
+            n = int(cand[np.argmin(cost[cand])])
+            if cost[n] < cost[here] - 1e-12:
+                rnd.assign[c] = n
+                value += float(cost[n] - cost[here])
+                improved = True
+            rnd.loads.add(c, int(rnd.assign[c]))
+    return rnd.assign
+
+
+# ----------------------------------------------------------------------------- GA + LS
+@dataclass(frozen=True)
+class GgaLsSettings:
+    """Settings of ``gga-ls``: the GA's constants plus the local search."""
+
+    population: int = 20
+    tournament: int = 3
+    crossover_rate: float = 0.7
+    mutation_rate: float = 0.5
+    stall_generations: int = 10
+    max_generations: int = 200
+
+
+class GgaLs:
+    """The grouping GA with job-preserving operators and local search, on one instance."""
+
+    def __init__(self, data: LiquidData, settings: GgaLsSettings,
+                 rng: np.random.Generator) -> None:
+        self.data, self.s, self.rng = data, settings, rng
+        self.jobs = len(data.job_slices)
+
+    def random_plan(self) -> np.ndarray | None:
+        rnd = _Round(self.data)
+        order = [int(j) for j in self.rng.permutation(self.jobs)]
+        return rnd.assign if place_jobs(self.data, rnd, order) else None
+
+    def crossover(self, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
+        d = self.data
+        servers = np.unique(x)
+        n = int(servers[self.rng.integers(len(servers))])
+        moved = sorted({int(d.c_job[c]) for c in np.flatnonzero(x == n)})
+        child = _Round(d, y)
+        for j in moved:
+            child.remove_job(j)
+        for j in moved:  # inject X's plan of these jobs where it still fits
+            sl = d.job_slices[j]
+            plan = x[sl]
+            if all(child.loads.fits(c)[plan[c - sl.start]] for c in range(sl.start, sl.stop)):
+                for k, m in enumerate(plan):
+                    child.place(sl.start + k, int(m))
+        hit = {int(d.c_job[c]) for c in range(d.num_containers)
+               if child.assign[c] < 0}
+        for j in hit:
+            child.remove_job(j)
+        order = [j for j in self.rng.permutation(self.jobs) if int(j) in hit]
+        return child.assign if place_jobs(d, child, [int(j) for j in order]) else None
+
+    def mutation(self, y: np.ndarray) -> np.ndarray | None:
+        d = self.data
+        servers = np.unique(y)
+        n = int(servers[self.rng.integers(len(servers))])
+        hit = sorted({int(d.c_job[c]) for c in np.flatnonzero(y == n)})
+        child = _Round(d, y)
+        for j in hit:
+            child.remove_job(j)
+        order = [hit[k] for k in self.rng.permutation(len(hit))]
+        return child.assign if place_jobs(d, child, order) else None
+
+    def run(self, deadline: float | None) -> tuple[np.ndarray | None, dict]:
+        d = self.data
+        by_size = sorted(range(self.jobs), key=lambda j: (-int(d.c_gpus[d.job_slices[j]].sum()), j))
+        packed = _Round(d)
+        seeds = [jobwise_bestfit(d),
+                 packed.assign if place_jobs(d, packed, by_size) else None]
+        pop = seeds + [self.random_plan() for _ in range(self.s.population - len(seeds))]
+        fit = np.array([np.inf if a is None else d.score(a) for a in pop])
+        k = int(np.argmin(fit))
+        if not np.isfinite(fit[k]):
+            return None, {"generations": 0, "stopped_by": "no plan"}
+        best = local_search(d, pop[k], deadline)
+        best_value = d.score(best)
+        history = [best_value]
+        gen, since, stopped = 0, 0, "stall"
+        while True:
+            if since >= self.s.stall_generations:
+                break
+            if gen >= self.s.max_generations:
+                stopped = "generations"
+                break
+            if deadline is not None and time.perf_counter() >= deadline:
+                stopped = "time"
+                break
+            gen += 1
+            children = [best]
+            while len(children) < self.s.population:
+                a = pop[self._select(fit)]
+                child = a
+                if a is not None and self.rng.random() < self.s.crossover_rate:
+                    b = pop[self._select(fit)]
+                    if b is not None:
+                        child = self.crossover(a, b)
+                if child is not None and self.rng.random() < self.s.mutation_rate:
+                    child = self.mutation(child)
+                children.append(child)
+            pop = children
+            fit = np.array([np.inf if a is None else d.score(a) for a in pop])
+            k = int(np.argmin(fit))
+            candidate = local_search(d, pop[k], deadline) if pop[k] is not None else None
+            value = np.inf if candidate is None else d.score(candidate)
+            if value < best_value - 1e-12:
+                best, best_value, since = candidate, value, 0
+                pop[k], fit[k] = candidate, value
+            else:
+                since += 1
+            history.append(best_value)
+        return best, {"generations": gen, "stopped_by": stopped, "history": history,
+                      "population": self.s.population}
+
+    def _select(self, fit: np.ndarray) -> int:
+        pick = self.rng.choice(len(fit), size=self.s.tournament, replace=True)
+        return int(pick[np.argmin(fit[pick])])
+
+
+# ----------------------------------------------------------------------------- methods
+def _output(data: LiquidData, assign: np.ndarray | None, message: str,
+            extra: dict | None = None) -> MethodOutput:
+    if assign is None:
+        return MethodOutput(None, Status.NO_SOLUTION, message=message, extra=extra or {})
+    return MethodOutput(decision_from_assignment(data, assign), Status.FEASIBLE,
+                        extra=extra or {})
+
+
+def run_bestfit(instance: Instance, *, backend=None, time_limit=None, seed: int = 0,
+                **options) -> MethodOutput:
+    """Best-fit, job by job (see the module docstring)."""
+    check_options(options, ())
+    data = liquid_data(instance)
+    return _output(data, jobwise_bestfit(data), "a job fits on no server")
+
+
+def run_gga_ls(instance: Instance, *, backend=None, time_limit: float | None = 1.0,
+               seed: int = 0, **options) -> MethodOutput:
+    """The GA with job-preserving operators and local search; options: GgaLsSettings."""
+    check_options(options, tuple(GgaLsSettings.__dataclass_fields__))
+    data = liquid_data(instance)
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    assign, info = GgaLs(data, GgaLsSettings(**options),
+                         np.random.default_rng(seed)).run(deadline)
+    return _output(data, assign, "no feasible plan found", info)
+
+
+register_method(MethodSpec(
+    "liquid", "bestfit", "heuristic", run_bestfit,
+    summary="Alg. 1 job by job: the cheapest of one-server plans and workers-then-PS"))
+register_method(MethodSpec(
+    "liquid", "gga-ls", "heuristic", run_gga_ls,
+    summary="grouping GA with job-preserving repair, best-fit seed and local search"))
