@@ -92,7 +92,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_compete(args: argparse.Namespace) -> int:
-    from .compete import compete, parse_entrant
+    from .compete import Limits, compete, parse_entrant
     from .library import load_manifest
     from .suites import load_spec, suite_dir
 
@@ -109,7 +109,9 @@ def _cmd_compete(args: argparse.Namespace) -> int:
     output = Path(args.output or f"compete-results/{manifest.suite}")
     board, notes = compete(manifest, entrants, output, time_limit=limit, grace=args.grace,
                            seed=args.seed, update_best=args.update_best,
-                           progress=not args.no_progress)
+                           progress=not args.no_progress,
+                           limits=Limits(args.memory_limit, args.max_solution_mb,
+                                         args.max_output_kb))
     from .report import markdown_table
 
     print(markdown_table(board, ".4f"))
@@ -159,6 +161,25 @@ def _cmd_library_verify(args: argparse.Namespace) -> int:
             print(f"  FAIL {line}")
         bad += len(failures)
     return EXIT_FAILED if bad else EXIT_OK
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from .reproduce import EXPERIMENTS, json_lines, markdown, timed
+
+    if args.paper not in EXPERIMENTS:
+        raise InputError(f"no reproduction of {args.paper!r} yet", field="PAPER",
+                         fix=f"use one of: {', '.join(EXPERIMENTS)}")
+    seeds = args.seeds or (2 if args.quick else 3)
+    if seeds < 1:
+        raise InputError(f"--seeds {seeds}", field="--seeds", fix="use 1 or more")
+    rows, cpu = timed(args.paper, seeds, args.quick)
+    table = markdown(rows)
+    if args.output:
+        Path(args.output).write_text(table + "\n", encoding="utf-8")
+    print(json_lines(rows) if args.json else table)
+    if not args.json:
+        print(f"\n{len(rows)} results, {cpu:.1f} CPU-s")
+    return EXIT_OK
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
@@ -212,11 +233,31 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     com.add_argument("--grace", type=float, default=2.0,
                      help="seconds between SIGTERM and SIGKILL (2)")
     com.add_argument("--seed", type=int, default=0, help="value of {seed} (0)")
+    com.add_argument("--memory-limit", type=int, default=4096, metavar="MIB",
+                     help="address-space limit of each solver process, MiB (4096)")
+    com.add_argument("--max-solution-mb", type=int, default=16, metavar="MIB",
+                     help="largest file a solver may write / solution read, MiB (16)")
+    com.add_argument("--max-output-kb", type=int, default=1024, metavar="KIB",
+                     help="stdout and stderr stored per run, KiB each (1024)")
     com.add_argument("--output", help="directory (default compete-results/SUITE)")
     com.add_argument("--update-best", action="store_true",
                      help="store validated improvements as best known values")
     com.add_argument("--no-progress", action="store_true")
     com.set_defaults(func=_cmd_compete)
+
+    repro = subparsers.add_parser(
+        "reproduce", help="a paper's headline comparison in its own setting",
+        description="Run a paper's setting with its policies and print, per result: the "
+        "paper's number (cited), dlsched's over seeds, direction and magnitude checks.")
+    repro.add_argument("paper", choices=["horus", "genie", "liquid", "sched2", "inference"],
+                     help="which paper")
+    repro.add_argument("--quick", action="store_true",
+                     help="reduced workloads (a couple of minutes)")
+    repro.add_argument("--seeds", type=int, default=None,
+                     help="seeds per setting (default 3; 2 with --quick)")
+    repro.add_argument("--json", action="store_true", help="print the rows as JSON lines")
+    repro.add_argument("-o", "--output", help="also write the markdown table to this file")
+    repro.set_defaults(func=_cmd_reproduce)
 
     lib = subparsers.add_parser("library", help="build or verify instance suites")
     lib_sub = lib.add_subparsers(dest="library_command", required=True,

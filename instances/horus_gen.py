@@ -127,3 +127,117 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 register_generator(GeneratorSpec("horus", generate_horus, _add_arguments,
                                  "Horus snapshot: partly busy cluster, β pending jobs"))
+
+
+# ----------------------------------------------------------------------------- workloads
+WORKLOAD_PRESETS: dict[str, dict[str, Any]] = {
+    # Our readings of Sec. 5 (the paper gives only "job type distributions between 3 minutes
+    # to 2 hours following DL job sizes derived from production systems", and that W-Small
+    # has "a higher proportion of short and small jobs"): shares of long (> 800 s) and heavy
+    # (>= 60 % utilization) jobs and GPU-count weights for 1/2/4 GPUs; the job counts are
+    # chosen so that FIFO's makespan on the testbed lands near Table 6's FIFO row
+    # (267 min W-Small, 307 min W-Large) with all jobs submitted at t = 0.
+    "w-small": {"jobs": 76, "p_long": 0.3, "p_heavy": 0.4, "gpu_weights": (0.7, 0.2, 0.1)},
+    "w-large": {"jobs": 29, "p_long": 0.7, "p_heavy": 0.6, "gpu_weights": (0.5, 0.25, 0.25)},
+}
+CLUSTER_PRESETS: dict[str, dict[str, Any]] = {
+    # the paper's testbed: 3 servers x 4 RTX 2080, Ryzen 1920X (12 cores, 24 threads), 128 GB
+    "testbed": {"nodes": 3, "gpus_per_node": 4, "gpu_type": "rtx2080", "cpu": 24.0,
+                "ram_gb": 128.0},
+    # the paper's simulation: 128 servers x 8 GPUs, 128 cores, 512 GB
+    "simulation": {"nodes": 128, "gpus_per_node": 8, "gpu_type": "gtx1080", "cpu": 128.0,
+                   "ram_gb": 512.0},
+}
+
+
+def generate_horus_workload(
+    *,
+    seed: int = 0,
+    preset: str = "w-small",
+    cluster: str = "testbed",
+    arrivals: str = "batch",
+    mean_interarrival_s: float = 60.0,
+    jobs: int | None = None,
+) -> Instance:
+    """A Horus workload for the simulator: jobs with submit times on a preset cluster.
+
+    Parameters
+    ----------
+    seed
+        Seed of every draw.
+    preset
+        ``"w-small"`` or ``"w-large"`` (see ``WORKLOAD_PRESETS`` for our readings).
+    cluster
+        ``"testbed"`` (3 x 4 RTX 2080) or ``"simulation"`` (128 x 8).
+    arrivals
+        ``"batch"`` (every job at t = 0) or ``"poisson"`` (exponential gaps with mean
+        ``mean_interarrival_s``, first job at 0).
+    mean_interarrival_s
+        Mean gap of Poisson arrivals, seconds.
+    jobs
+        Number of jobs (default: the preset's).
+
+    Returns
+    -------
+    Instance
+        A ``horus`` workload (no running jobs; jobs carry ``submit_time`` and ``duration``).
+    """
+    if preset not in WORKLOAD_PRESETS:
+        raise ValueError(f"preset must be one of {sorted(WORKLOAD_PRESETS)}")
+    if cluster not in CLUSTER_PRESETS:
+        raise ValueError(f"cluster must be one of {sorted(CLUSTER_PRESETS)}")
+    if arrivals not in ("batch", "poisson"):
+        raise ValueError("arrivals must be 'batch' or 'poisson'")
+    if mean_interarrival_s <= 0:
+        raise ValueError("mean_interarrival_s must be > 0")
+    spec = WORKLOAD_PRESETS[preset]
+    shape = CLUSTER_PRESETS[cluster]
+    count = spec["jobs"] if jobs is None else jobs
+    if count < 1:
+        raise ValueError("jobs must be >= 1")
+    arguments = dict(preset=preset, cluster=cluster, arrivals=arrivals,
+                     mean_interarrival_s=mean_interarrival_s, jobs=count)
+    rng = np.random.default_rng(seed)
+    gpu_mem = GPU_MEMORY_GB[shape["gpu_type"]]
+    topology = homogeneous_cluster(shape["nodes"], shape["gpus_per_node"],
+                                   gpu_type=shape["gpu_type"], gpu_mem_gb=gpu_mem,
+                                   cpu=shape["cpu"], ram_gb=shape["ram_gb"])
+    if arrivals == "batch":
+        submits = np.zeros(count)
+    else:
+        gaps = rng.exponential(mean_interarrival_s, size=count)
+        submits = np.round(np.concatenate([[0.0], np.cumsum(gaps[1:])]), 3)
+    weights = np.array(spec["gpu_weights"], dtype=float)
+    out = []
+    for i in range(count):
+        job = _draw_job(rng, f"j{i:04d}", gpu_mem, 1, spec["p_long"], spec["p_heavy"],
+                        float(submits[i]))
+        gpus = int((1, 2, 4)[rng.choice(3, p=weights / weights.sum())])
+        out.append(job.replace(num_gpus=min(gpus, shape["gpus_per_node"])))
+    params: dict[str, Any] = {"w_mem": 1.0, "w_util": 1.0, "cost_model": "paper", "beta": 15,
+                              "queues": 3}
+    return check_instance(Instance(
+        problem="horus", cluster=topology, jobs=tuple(out), params=params,
+        name=f"horus-{preset}-{cluster}-{arrivals}-s{seed}",
+        provenance={"generator": "instances.horus_gen.generate_horus_workload", "seed": seed,
+                    "arguments": arguments,
+                    "source": "synthetic; our readings of Horus Sec. 5 (W-Small, W-Large)"},
+    ))
+
+
+def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preset", default="w-small", choices=sorted(WORKLOAD_PRESETS),
+                        help="workload mix (default w-small)")
+    parser.add_argument("--cluster", default="testbed", choices=sorted(CLUSTER_PRESETS),
+                        help="testbed = 3 x 4 RTX 2080; simulation = 128 x 8 (default testbed)")
+    parser.add_argument("--arrivals", default="batch", choices=["batch", "poisson"],
+                        help="all jobs at t = 0, or Poisson arrivals (default batch)")
+    parser.add_argument("--mean-interarrival-s", type=float, default=60.0,
+                        help="mean gap of Poisson arrivals, seconds (default 60)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="number of jobs (default: the preset's)")
+
+
+register_generator(GeneratorSpec("horus", generate_horus_workload, _add_workload_arguments,
+                                 "Horus workload: W-Small / W-Large on the testbed or the "
+                                 "128 x 8 simulation cluster", name="horus-workload"))

@@ -196,3 +196,95 @@ def generate_liquid_workload(
                     "source": "Liquid (TPDS 2022) Fig. 19 mix; one-server times and bandwidth "
                               "from the authors' measurements (issue 4)"},
     ))
+
+
+LIQUID_PRESETS = ("fig18", "fig19")
+
+
+def generate_liquid_preset(*, seed: int = 0, preset: str = "fig19", nodes: int = 20,
+                           jobs: int | None = None, lam: float = 0.5,
+                           distance: str = "paper", objective: str = "paper") -> Instance:
+    """The workloads of the paper's Sec. 7.4 for the simulator.
+
+    Parameters
+    ----------
+    seed
+        Seed of the queue order (and, for ``fig18``, of the arrivals).
+    preset
+        ``"fig19"`` (batch scenario): the exact 4 : 2 : 2 ResNet-50 : Inception V3 :
+        VGG-16 mix per 5 servers, every job 1 PS + 2 workers, all submitted at t = 0 (so
+        jobs queue: 16 workers per 10 GPUs), duration = the model's measured one-server
+        time for 1 PS + 2 workers. ``"fig18"`` (immediate scenario, "jobs appear one by
+        one with long time intervals"): ``jobs`` jobs (default 4 per server) of the same
+        mix and shape with exponential gaps of mean 1.5 x the mean duration (our reading:
+        few jobs overlap, so a job's run time depends on its own placement).
+    nodes
+        Servers of 2 T4 GPUs (racks of 5, domains of 2 racks).
+    jobs
+        ``fig18`` only: number of jobs.
+    lam, distance, objective
+        The problem's parameters.
+
+    Returns
+    -------
+    Instance
+        A ``liquid`` workload.
+    """
+    if preset not in LIQUID_PRESETS:
+        raise ValueError(f"preset must be one of {LIQUID_PRESETS}")
+    if nodes < 1:
+        raise ValueError("nodes must be >= 1")
+    rng = np.random.default_rng(seed)
+    cluster = homogeneous_cluster(nodes, 2, nodes_per_rack=5, racks_per_domain=2, **T4)
+    if preset == "fig19":
+        models = fig19_mix(nodes)
+        models = [models[k] for k in rng.permutation(len(models))]
+        submit = np.zeros(len(models))
+    else:
+        count = 4 * nodes if jobs is None else jobs
+        if count < 1:
+            raise ValueError("jobs must be >= 1")
+        names = sorted(MIX_SHARES)
+        models = [names[int(k)] for k in
+                  rng.choice(len(names), size=count, p=[MIX_SHARES[m] for m in names])]
+        mean = sum(MIX_SHARES[m] * ONE_SERVER_SECONDS[m] for m in names)
+        gaps = rng.exponential(1.5 * mean, size=count)
+        submit = np.round(np.concatenate([[0.0], np.cumsum(gaps[1:])]), 3)
+    out = []
+    for j, model in enumerate(models):
+        bw = BANDWIDTH[model]
+        containers = [Container("ps0", "ps", 0, 0.0, bandwidth=bw, **PS)]
+        containers += [Container(f"w{k}", "worker", 1, WORKER_GPU_MEM_GB[model], bandwidth=bw,
+                                 **WORKER) for k in range(2)]
+        out.append(Job(id=f"j{j:04d}", submit_time=float(submit[j]), num_gpus=2,
+                       duration=ONE_SERVER_SECONDS[model], model=model, kind="train",
+                       containers=tuple(containers)))
+    arguments = dict(preset=preset, nodes=nodes, jobs=len(out), lam=lam, distance=distance,
+                     objective=objective)
+    return check_instance(Instance(
+        problem="liquid", cluster=cluster, jobs=tuple(out),
+        params={"lambda": lam, "distance": distance, "objective": objective},
+        name=f"liquid-{preset}-{nodes}n-s{seed}",
+        provenance={"generator": "instances.liquid_gen.generate_liquid_preset", "seed": seed,
+                    "arguments": arguments,
+                    "source": "Liquid (TPDS 2022) Sec. 7.4, Figs. 18-19; one-server times "
+                              "and bandwidth from the authors' measurements"},
+    ))
+
+
+def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preset", default="fig19", choices=LIQUID_PRESETS,
+                        help="fig19: batch at t = 0; fig18: spaced arrivals (default fig19)")
+    parser.add_argument("--nodes", type=int, default=20, help="servers of 2 T4 GPUs (20)")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="fig18 only: number of jobs (default 4 per server)")
+    parser.add_argument("--lambda", dest="lam", type=float, default=0.5, help="λ of Eq. 4 (0.5)")
+    parser.add_argument("--distance", default="paper", choices=DISTANCE_TABLES,
+                        help="distance table (default paper)")
+    parser.add_argument("--objective", default="paper", choices=OBJECTIVES,
+                        help="objective (default paper)")
+
+
+register_generator(GeneratorSpec("liquid", generate_liquid_preset, _add_workload_arguments,
+                                 "Liquid workload of Sec. 7.4 (Fig. 18 or Fig. 19 preset)",
+                                 name="liquid-workload"))

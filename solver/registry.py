@@ -35,6 +35,10 @@ class MethodSpec:
     default_backend: str | None = None
     summary: str = ""
     export: Callable[..., None] | None = None  # (instance, path, fmt) -> writes MPS/LP
+    objective: str | None = None
+    """For methods that return offline schedules (timed decisions): the problem's schedule
+    objective they optimize (``Problem.schedule_objectives``); ``None``: the snapshot
+    objective. ``solve`` evaluates the decision with it."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,11 @@ class GeneratorSpec:
     build: Callable[..., Any]
     add_arguments: Callable[[Any], None]
     summary: str = ""
+    name: str | None = None  # the ``dlsched generate NAME`` word; default: the problem
+
+    @property
+    def key(self) -> str:
+        return self.name or self.problem
 
 
 _METHODS: dict[tuple[str, str], MethodSpec] = {}
@@ -70,7 +79,7 @@ def register_method(spec: MethodSpec) -> MethodSpec:
 
 
 def register_generator(spec: GeneratorSpec) -> GeneratorSpec:
-    _GENERATORS[spec.problem] = spec
+    _GENERATORS[spec.key] = spec
     return spec
 
 
