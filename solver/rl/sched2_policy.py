@@ -1,0 +1,156 @@
+"""The trained SCHED² agent as a simulator policy (``dqn``), acting with numpy only.
+
+At a snapshot the agent sees what :class:`~dlsched.rl.sched2_env.Sched2Env` shows it —
+per-GPU remaining times, the first J queued jobs, statistics of the rest — and picks jobs
+one at a time with the clock frozen (each pick placed by packing and removed from the free
+GPUs and the queue) until it picks φ or nothing among the first J fits; an idle cluster
+never waits while a job fits (the environment's masking rule). A job it starts within one
+call counts on its GPUs for its solo duration × the SCHED² locality slowdown of the
+placement (the environment's run time for generated workloads; a snapshot does not say
+whether the workload is trace-derived, where the simulator reads durations as packed).
+The Q-network's weights are read from a safetensors file with ``safetensors.numpy`` and
+evaluated in numpy, so acting needs neither torch nor pickle; training (``dlsched rl train
+sched2``) needs the ``rl`` extra.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from ..decision import Decision, Placement
+from ..errors import InputError
+from ..heuristics.sched2 import packing
+from ..instance import Instance
+from ..problems.sched2 import locality_profile, locality_slowdown, parse_sched2_params
+from .features import time_feature
+
+SHIPPED = "data/sched2_dqn.safetensors"
+"""The shipped agent, relative to the ``dlsched.rl`` package."""
+PROFILE_PLACEMENTS = 4
+
+
+class NumpyQNetwork:
+    """The forward pass of :class:`dlsched.rl.dqn.QNetwork` in numpy."""
+
+    def __init__(self, tensors: dict[str, np.ndarray], shape: dict[str, int]) -> None:
+        self.t = {k: v.astype(np.float64) for k, v in tensors.items()}
+        self.shape = shape
+
+    def _linear(self, name: str, x: np.ndarray) -> np.ndarray:
+        return x @ self.t[f"{name}.weight"].T + self.t[f"{name}.bias"]
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        s = self.shape
+        gpus = s["servers"] * s["gpus_per_server"]
+        x = obs[:gpus].reshape(s["servers"], s["gpus_per_server"])
+        x = np.maximum(self._linear("server.0", x), 0)
+        x = np.maximum(self._linear("server.2", x), 0)
+        g = np.maximum(self._linear("jobs.0", obs[gpus:]), 0)
+        e = np.concatenate([x.ravel(), g])
+        h = np.maximum(self._linear("head.0", e), 0)
+        return self._linear("head.2", h)
+
+
+@cache
+def load_network(path: str) -> NumpyQNetwork:
+    """Weights saved by ``dlsched rl train sched2`` (safetensors, metadata ``shape``)."""
+    from safetensors import safe_open
+    from safetensors.numpy import load_file
+
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such weights file", field="weights",
+                         fix="train with `dlsched rl train sched2` or omit it for the "
+                         "shipped agent", source=str(p))
+    try:
+        with safe_open(str(p), framework="numpy") as handle:
+            meta = handle.metadata() or {}
+        return NumpyQNetwork(load_file(str(p)), json.loads(meta["shape"]))
+    except (KeyError, ValueError, OSError) as exc:
+        raise InputError(f"not a dlsched Q-network: {type(exc).__name__}: {exc}",
+                         field="weights", fix="pass a file written by `dlsched rl train "
+                         "sched2`", source=str(p)) from None
+
+
+def shipped_weights() -> str:
+    """Path of the shipped agent's weights."""
+    return str(resources.files("dlsched.rl").joinpath(SHIPPED))
+
+
+def observation(instance: Instance, free: list[list[int]], gpu_end: np.ndarray,
+                queue: list[int], window: int, gpus_per_server: int) -> np.ndarray:
+    """The environment's observation of a snapshot (``queue``: pending job indices)."""
+    now = instance.time
+    params = parse_sched2_params(instance.params)
+    parts = [time_feature(np.maximum(gpu_end - now, 0.0))]
+    slots = np.zeros((window, PROFILE_PLACEMENTS + 2))
+    for slot, j in enumerate(queue[:window]):
+        job = instance.jobs[j]
+        profile = locality_profile(params.sensitivity(job.model), int(job.num_gpus),
+                                   gpus_per_server, PROFILE_PLACEMENTS)
+        slots[slot, :PROFILE_PLACEMENTS] = time_feature(float(job.duration)
+                                                        * np.array(profile))
+        slots[slot, PROFILE_PLACEMENTS] = job.num_gpus / gpus_per_server
+        slots[slot, -1] = time_feature(np.array([now - job.submit_time]))[0]
+    parts.append(slots.ravel())
+    rest = [instance.jobs[j] for j in queue[window:]]
+    stats = np.zeros(4)
+    if rest:
+        stats[0] = len(rest) / 100.0
+        stats[1] = np.mean([r.num_gpus for r in rest]) / gpus_per_server
+        stats[2] = time_feature(np.array([np.mean([r.duration for r in rest])]))[0]
+        stats[3] = time_feature(np.array([np.mean([now - r.submit_time for r in rest])]))[0]
+    parts.append(stats)
+    return np.concatenate(parts)
+
+
+def dqn_decision(instance: Instance, network: NumpyQNetwork) -> Decision:
+    """The agent's picks at one snapshot (module docstring)."""
+    cluster = instance.cluster
+    m = int(cluster.node_gpu_count.max())
+    window = network.shape["window"]
+    if (cluster.num_nodes, m) != (network.shape["servers"], network.shape["gpus_per_server"]):
+        raise InputError(
+            f"the agent was trained on {network.shape['servers']} x "
+            f"{network.shape['gpus_per_server']} GPUs, the workload has "
+            f"{cluster.num_nodes} x {m}", field="weights",
+            fix="train an agent for this cluster (`dlsched rl train sched2 --servers ...`)")
+    busy = instance.gpu_busy
+    free = [[int(g) for g in cluster.gpus_of_node[s] if not busy[g]]
+            for s in range(cluster.num_nodes)]
+    gpu_end = np.full(cluster.num_gpus, instance.time)
+    for r in instance.running:
+        idx = [cluster.gpu_index[g] for g in r.gpus]
+        gpu_end[idx] = instance.time + (r.remaining_s or 0.0)
+    queue = sorted(range(len(instance.jobs)),
+                   key=lambda j: (instance.jobs[j].submit_time, j))
+    idle = not instance.running
+    params = parse_sched2_params(instance.params)
+    placements = []
+    while True:
+        fits = np.zeros(window + 1, dtype=bool)
+        for slot, j in enumerate(queue[:window]):
+            fits[slot] = packing(free, int(instance.jobs[j].num_gpus)) is not None
+        if not fits[:window].any():
+            break
+        fits[window] = not idle
+        q = network(observation(instance, free, gpu_end, queue, window, m))
+        action = int(np.argmax(np.where(fits, q, -np.inf)))
+        if action == window:
+            break
+        j = queue.pop(action)
+        job = instance.jobs[j]
+        gpus = packing(free, int(job.num_gpus))
+        for g in gpus:
+            free[int(cluster.gpu_node[g])].remove(g)
+        counts = np.unique(cluster.gpu_node[gpus], return_counts=True)[1]
+        slow = locality_slowdown(params.sensitivity(job.model), counts)
+        gpu_end[gpus] = instance.time + float(job.duration) * slow
+        idle = False
+        placements.append(Placement(job.id, tuple(cluster.gpu_ids[g] for g in sorted(gpus))))
+    return Decision(tuple(placements))
