@@ -104,7 +104,8 @@ def test_head_first_agent_is_the_simulators_fifo():
 def _tiny_training(tmp_path, name):
     return train(tmp_path / name, episodes=3, seed=5,
                  spec=EpisodeSpec(jobs=40, servers=2, gpus_per_server=4, interarrival=300.0),
-                 train_episodes=2, eval_every=2, eval_episodes=1,
+                 window=4, train_episodes=2, eval_every=2, eval_episodes=1,
+                 pretrain_episodes=1, pretrain_updates=20,
                  settings=DqnSettings(learning_starts=20, batch=8, target_every=25,
                                       server_hidden=4, job_hidden=8, hidden=16))
 
@@ -118,7 +119,7 @@ def test_training_is_deterministic_and_its_policy_passes_the_checks(tmp_path):
     for key in wa:
         assert np.array_equal(wa[key], wb[key]), key
     curve = (tmp_path / "a" / "curve.csv").read_text().splitlines()
-    assert curve[0].startswith("episode,") and len(curve) == 4
+    assert curve[0].startswith("episode,") and len(curve) == 5  # warm start + 3 episodes
     # the trained agent inside the simulator: every decision validated; same schedule
     # as the agent playing the environment greedily
     weights = str(tmp_path / "a" / "sched2_dqn.safetensors")
@@ -126,7 +127,7 @@ def test_training_is_deterministic_and_its_policy_passes_the_checks(tmp_path):
     run = simulate(workload, Policy("dqn", options={"weights": weights}), record_events=False)
     table = job_table(run).set_index("job")
     agent = Agent.load(weights)
-    env = Sched2Env([workload])
+    env = Sched2Env([workload], window=agent.net.shape.window)
     obs, info = env.reset(seed=0)
     while True:
         obs, _, term, trunc, info = env.step(agent.act(obs, info["action_mask"]))
@@ -140,7 +141,7 @@ def test_numpy_forward_matches_torch(tmp_path):
     _tiny_training(tmp_path, "w")
     path = str(tmp_path / "w" / "sched2_dqn.safetensors")
     agent, net = Agent.load(path), load_network(path)
-    obs = np.random.default_rng(0).random(2 * 4 + 6 * 10 + 4).astype(np.float32)
+    obs = np.random.default_rng(0).random(2 * 4 + 6 * 4 + 4).astype(np.float32)
     np.testing.assert_allclose(net(obs.astype(np.float64)), agent.q_values(obs), rtol=1e-5,
                                atol=1e-5)
 

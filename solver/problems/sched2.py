@@ -129,30 +129,57 @@ def parse_sched2_params(params: Mapping[str, Any]) -> Sched2Params:
 
 
 def placement_counts(instance: Instance, gpu_ids: Sequence[str]) -> np.ndarray:
-    """GPUs per server (only servers used) of a placement given by GPU ids."""
+    """GPUs per locality group (only groups used) of a placement given by GPU ids: the
+    server, unless the topology graph's ``locality_level`` names another level."""
     c = instance.cluster
-    nodes = c.gpu_node[[c.gpu_index[g] for g in gpu_ids]]
-    return np.unique(nodes, return_counts=True)[1]
-
-
-def job_slowdown(instance: Instance, job_id: str, gpu_ids: Sequence[str]) -> float:
-    """Locality slowdown of a pending job on the GPUs ``gpu_ids``."""
-    p = parse_sched2_params(instance.params)
-    job = instance.job(job_id)
-    return locality_slowdown(p.sensitivity(job.model), placement_counts(instance, gpu_ids))
+    groups = c.gpu_locality_group[[c.gpu_index[g] for g in gpu_ids]]
+    return np.unique(groups, return_counts=True)[1]
 
 
 class Sched2Problem(Problem):
+    """SCHED² (paper seed 001): start pending jobs on exclusive GPUs, locality-aware.
+
+    Jobs need ``num_gpus`` and ``duration``; GPUs are exclusive; the snapshot objective
+    (maximized) is the effective GPUs started, Σ num_gpus / locality slowdown.
+    """
+
     name = "sched2"
     sense = "max"
     job_fields = ("num_gpus", "duration")
     exclusive_gpus = True
-    objective_name = "effective GPUs started: sum of num_gpus / locality slowdown"
 
     def parse_params(self, params: Mapping[str, Any]) -> Sched2Params:
+        """Parse ``params`` (per-model locality sensitivities).
+
+        Parameters
+        ----------
+        params
+            The instance's ``params`` mapping.
+
+        Returns
+        -------
+        Sched2Params
+            The typed parameters (:func:`parse_sched2_params`).
+        """
         return parse_sched2_params(params)
 
     def check_instance(self, instance: Instance) -> None:
+        """The base checks, a known locality sensitivity per model and durations > 0.
+
+        Parameters
+        ----------
+        instance
+            The instance being loaded.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        InputError
+            A job's model has no sensitivity or its duration is not positive.
+        """
         super().check_instance(instance)
         p = self.parse_params(instance.params)
         for i, job in enumerate(instance.jobs):
@@ -167,14 +194,71 @@ class Sched2Problem(Problem):
                                  fix="a solo run time > 0 seconds")
 
     def check_decision(self, instance: Instance, decision: Decision) -> list[Violation]:
+        """A snapshot placement starts at the snapshot time.
+
+        Parameters
+        ----------
+        instance
+            The snapshot.
+        decision
+            A decision that passes the generic rules.
+
+        Returns
+        -------
+        list of Violation
+            One ``start`` violation per untimed placement starting at another time.
+        """
         out = []
         for p in decision.placements:
+            if p.end is not None:
+                continue  # a timed placement of a schedule: the validator's schedule rules
             if p.start is not None and abs(p.start - instance.time) > 1e-9:
                 out.append(Violation("start", p.job, f"start {p.start} is not the snapshot "
                                                      f"time {instance.time}"))
         return out
 
+    schedule_objectives = {"makespan": "min", "weighted_jct": "min", "qos": "max"}
+
+    def schedule_duration(self, instance: Instance, job_id: str, gpus: tuple[str, ...]
+                          ) -> float:
+        """``duration`` × locality slowdown of the placement / speed of its slowest GPU.
+
+        Parameters
+        ----------
+        instance
+            The workload (jobs with submit times).
+        job_id
+            The job's id.
+        gpus
+            The GPU ids of the placement.
+
+        Returns
+        -------
+        float
+            Seconds.
+        """
+        p = self.parse_params(instance.params)
+        job = instance.job(job_id)
+        c = instance.cluster
+        speed = float(c.gpu_speed[[c.gpu_index[g] for g in gpus]].min())
+        slow = locality_slowdown(p.sensitivity(job.model), placement_counts(instance, gpus))
+        return float(job.duration) * slow / speed
+
     def evaluate(self, instance: Instance, decision: Decision) -> float:
+        """Effective GPUs started (maximized).
+
+        Parameters
+        ----------
+        instance
+            The snapshot.
+        decision
+            A valid decision.
+
+        Returns
+        -------
+        float
+            Σ over placements of num_gpus / locality slowdown of the placement.
+        """
         p = self.parse_params(instance.params)
         total = 0.0
         for pl in decision.placements:
@@ -183,5 +267,36 @@ class Sched2Problem(Problem):
                 p.sensitivity(job.model), placement_counts(instance, pl.gpus))
         return total
 
+    def report_metrics(self, instance: Instance, decision: Decision) -> dict[str, float]:
+        """Execution effectiveness and makespan of the jobs a decision starts.
 
-SCHED2 = register_problem(Sched2Problem())
+        Parameters
+        ----------
+        instance
+            The snapshot.
+        decision
+            A valid decision.
+
+        Returns
+        -------
+        dict of str to float
+            ``effective GPUs`` (the objective), ``GPUs started``, ``execution
+            effectiveness`` (effective / started GPUs, 1 = no locality slowdown; NaN when
+            nothing starts) and ``makespan s`` (longest duration × slowdown of a started
+            job, i.e. when the last started job ends; 0 when nothing starts).
+        """
+        p = self.parse_params(instance.params)
+        effective = started = makespan = 0.0
+        for pl in decision.placements:
+            job = instance.job(pl.job)
+            slow = locality_slowdown(p.sensitivity(job.model),
+                                     placement_counts(instance, pl.gpus))
+            effective += job.num_gpus / slow
+            started += job.num_gpus
+            makespan = max(makespan, float(job.duration) * slow)
+        return {"effective GPUs": effective, "GPUs started": started,
+                "execution effectiveness": effective / started if started else math.nan,
+                "makespan s": makespan}
+
+
+register_problem(Sched2Problem())

@@ -117,7 +117,7 @@ class Agent:
 class DqnSettings:
     """DQN hyper-parameters (defaults: ours, sized for CPU training in minutes)."""
 
-    gamma: float = 0.99
+    gamma: float = 0.9  # 0.99 learned to wait too often in our trials (docs/rl.md)
     lr: float = 5e-4
     batch: int = 64
     buffer: int = 100_000
@@ -147,11 +147,14 @@ class PrioritizedReplay:
         self.reward = np.zeros(capacity, dtype=np.float32)
         self.done = np.zeros(capacity, dtype=np.float32)
         self.next_mask = np.zeros((capacity, actions), dtype=bool)
+        self.mask = np.zeros((capacity, actions), dtype=bool)
         self.priority = np.zeros(capacity, dtype=np.float64)
         self.size = self.pos = 0
 
-    def add(self, obs, action, reward, next_obs, done, next_mask) -> None:
+    def add(self, obs, action, reward, next_obs, done, next_mask, mask=None) -> None:
         i = self.pos
+        if mask is not None:
+            self.mask[i] = mask
         self.obs[i], self.action[i], self.reward[i] = obs, action, reward
         self.next_obs[i], self.done[i], self.next_mask[i] = next_obs, done, next_mask
         self.priority[i] = self.priority[: self.size].max() if self.size else 1.0
@@ -206,9 +209,10 @@ class Trainer:
         obs, info = self.env.reset(seed=seed, options=options)
         total = 0.0
         while True:
-            a = self.act(obs, info["action_mask"])
+            mask = info["action_mask"]
+            a = self.act(obs, mask)
             nxt, r, term, trunc, info = self.env.step(a)
-            self.replay.add(obs, a, r, nxt, float(term), info["action_mask"])
+            self.replay.add(obs, a, r, nxt, float(term), info["action_mask"], mask)
             obs, total = nxt, total + r
             self.steps += 1
             if self.steps >= self.s.learning_starts and self.steps % self.s.train_every == 0:
@@ -220,11 +224,21 @@ class Trainer:
         return {"return": total, "effectiveness_mean": info.get("effectiveness_mean", 0.0),
                 "steps": self.steps, "epsilon": self.epsilon()}
 
-    def learn(self) -> None:
+    def pretrain(self, demos: PrioritizedReplay, updates: int, margin: float = 0.8) -> None:
+        """Warm start from demonstrations (DQfD-style): TD loss plus a large-margin loss
+        that makes the demonstrated action's Q-value exceed every other valid action's by
+        ``margin``. The demonstrations stay out of the training replay."""
+        for k in range(updates):
+            self.learn(replay=demos, margin=margin)
+            if (k + 1) % self.s.target_every == 0:
+                self.target.load_state_dict(self.net.state_dict())
+        self.target.load_state_dict(self.net.state_dict())
+
+    def learn(self, replay: PrioritizedReplay | None = None, margin: float = 0.0) -> None:
         s = self.s
         beta = s.priority_beta + (1 - s.priority_beta) * min(1.0, self.steps / self.total)
-        idx, w = self.replay.sample(s.batch, beta)
-        rp = self.replay
+        rp = replay or self.replay
+        idx, w = rp.sample(s.batch, beta)
         obs = torch.as_tensor(rp.obs[idx])
         nxt = torch.as_tensor(rp.next_obs[idx])
         mask = torch.as_tensor(rp.next_mask[idx])
@@ -241,12 +255,44 @@ class Trainer:
                 rp.done[idx])) * best
         err = q - y
         loss = (torch.as_tensor(w) * nn.functional.smooth_l1_loss(q, y, reduction="none")).mean()
+        if margin > 0:
+            valid = torch.as_tensor(rp.mask[idx])
+            act = torch.as_tensor(rp.action[idx])
+            q_all = self.net(obs)
+            bonus = torch.full_like(q_all, margin).scatter(1, act[:, None], 0.0)
+            best = (q_all + bonus).masked_fill(~valid, -1e9).max(1).values
+            loss = loss + (best - q_all.gather(1, act[:, None])[:, 0]).mean()
         self.opt.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(self.net.parameters(), 10.0)
         self.opt.step()
-        self.replay.update(idx, err.detach().numpy())
+        rp.update(idx, err.detach().numpy())
         self.losses.append(float(loss.detach()))
+
+
+def demonstrations(env, workloads, choose, capacity: int, rng: np.random.Generator
+                   ) -> PrioritizedReplay:
+    """Transitions of a rule playing the environment: ``choose(env, mask) -> action``."""
+    demos = PrioritizedReplay(capacity, env.observation_space.shape[0], env.window + 1, 0.6, rng)
+    for w in workloads:
+        obs, info = env.reset(seed=0, options={"workload": w})
+        while demos.size < capacity:
+            mask = info["action_mask"]
+            a = choose(env, mask)
+            nxt, r, term, trunc, info = env.step(a)
+            demos.add(obs, a, r, nxt, float(term), info["action_mask"], mask)
+            obs = nxt
+            if term or trunc:
+                break
+    return demos
+
+
+def shortest_ideal_first(env, mask: np.ndarray) -> int:
+    """SIF within the window: the visible job of least solo duration that fits, else φ."""
+    slots = [k for k in range(env.window) if mask[k]]
+    if not slots:
+        return env.window
+    return min(slots, key=lambda k: (env.jobs[env.queue[k]].duration, k))
 
 
 def evaluate_agent(agent: Agent, env, workloads, seed: int = 0) -> dict[str, float]:

@@ -26,7 +26,14 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eval-every", type=int, default=10,
                    help="evaluate on held-out episodes every N episodes (10)")
     p.add_argument("--eval-episodes", type=int, default=5,
-                   help="held-out episodes per evaluation, seeds 1000.. (5)")
+                   help="validation episodes per evaluation, seeds 2000.. (5)")
+    p.add_argument("--window", type=int, default=30,
+                   help="J, the queued jobs the agent sees (30; the paper's 10 starves it "
+                   "in the congested regime: docs/rl.md)")
+    p.add_argument("--pretrain-episodes", type=int, default=5,
+                   help="episodes of SIF demonstrations for the warm start (5; 0: none)")
+    p.add_argument("--pretrain-updates", type=int, default=3000,
+                   help="gradient steps of the warm start (3000)")
     _episode_arguments(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -64,14 +71,19 @@ def train_command(args: argparse.Namespace) -> int:
 
     def progress(row: dict) -> None:
         bar.update(1)
-        text = f"E {row['train_effectiveness']:.3f}"
-        if "test_effectiveness_mean" in row:
-            text += f" test {row['test_effectiveness_mean']:.3f}"
+        text = f"E {row.get('train_effectiveness', float('nan')):.3f}"
+        if "valid_effectiveness_mean" in row:
+            text += f" validation {row['valid_effectiveness_mean']:.3f}"
         bar.set_postfix_str(text)
 
+    if args.window < 1 or args.pretrain_episodes < 0 or args.pretrain_updates < 0:
+        raise InputError("--window must be >= 1 and the warm-start counts >= 0",
+                         field="--window/--pretrain-*", fix="use positive counts")
     summary = train(args.out, episodes=args.episodes, seed=args.seed, spec=_spec(args),
-                    train_episodes=args.train_episodes, eval_every=args.eval_every,
-                    eval_episodes=args.eval_episodes, progress=progress)
+                    window=args.window, train_episodes=args.train_episodes,
+                    eval_every=args.eval_every, eval_episodes=args.eval_episodes,
+                    pretrain_episodes=args.pretrain_episodes,
+                    pretrain_updates=args.pretrain_updates, progress=progress)
     bar.close()
     print(json.dumps(summary))
     print(f"wrote {Path(args.out) / 'sched2_dqn.safetensors'} ({summary['cpu_s']} CPU-s)")

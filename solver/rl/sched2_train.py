@@ -3,9 +3,13 @@
 Episodes (Sec. IV-A: 30 training and 30 test traces of 1000 jobs): SCHED² workloads from
 the seeded generator in the congested regime (``CONGESTED_INTERARRIVAL``), seeds 0-29 for
 training and 1000-1029 for testing, at 68 % one-GPU jobs (60 % and 75 % by
-``single_share``). Training cycles through the training episodes in a seeded order; every
-``eval_every`` episodes the greedy agent plays ``eval_episodes`` test episodes and the
-curve gets a row. Outputs in ``out``: ``sched2_dqn.safetensors`` (weights, with the
+``single_share``); seeds 2000-2009 are validation episodes, used to keep the best
+checkpoint (the test episodes are never seen in training). Training first warm-starts the
+Q-network from demonstrations (``pretrain_episodes`` episodes of SIF restricted to the
+agent's window, DQfD-style margin loss; 0 turns it off), then cycles through the training
+episodes in a seeded order; every ``eval_every`` episodes the greedy agent plays
+``eval_episodes`` validation episodes, the curve gets a row, and the best weights so far
+are kept. Outputs in ``out``: ``sched2_dqn.safetensors`` (weights, with the
 network's shape and the training settings as metadata), ``curve.csv``, ``curve.png`` and
 ``training.json`` (the command's settings, seed, CPU seconds).
 """
@@ -26,6 +30,7 @@ from ..instances.sched2_gen import CONGESTED_INTERARRIVAL, generate_sched2
 
 TRAIN_SEEDS = range(0, 30)
 TEST_SEEDS = range(1000, 1030)
+VALIDATION_SEEDS = range(2000, 2010)
 RULES = ("fifo", "sif", "dsif", "saf", "lrf", "spf")
 
 
@@ -46,26 +51,40 @@ class EpisodeSpec:
 
 
 def train(out: str | Path, *, episodes: int, seed: int = 0, spec: EpisodeSpec = EpisodeSpec(),
-          train_episodes: int = 30, eval_every: int = 10, eval_episodes: int = 5,
+          window: int = 30, train_episodes: int = 30, eval_every: int = 10,
+          eval_episodes: int = 5, pretrain_episodes: int = 5, pretrain_updates: int = 3000,
           settings=None, progress: Callable[[dict], None] | None = None) -> dict:
     """Train the agent; returns the summary written to ``training.json``."""
+    import copy
+
     import torch
 
-    from .dqn import DqnSettings, Trainer, evaluate_agent
+    from .dqn import DqnSettings, Trainer, demonstrations, evaluate_agent, shortest_ideal_first
     from .sched2_env import Sched2Env
 
     torch.set_num_threads(1)
-    settings = settings or DqnSettings()
+    settings = settings or DqnSettings(eps_start=0.1 if pretrain_episodes else 1.0)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     train_set = spec.workloads(list(TRAIN_SEEDS)[:train_episodes])
-    test_set = spec.workloads(list(TEST_SEEDS)[:eval_episodes])
-    env, test_env = Sched2Env(train_set), Sched2Env(test_set)
+    valid_set = spec.workloads(list(VALIDATION_SEEDS)[:eval_episodes])
+    env, valid_env = Sched2Env(train_set, window=window), Sched2Env(valid_set, window=window)
     steps_per_episode = 1.3 * spec.jobs
     trainer = Trainer(env, settings, seed=seed, total_steps=int(episodes * steps_per_episode))
     order = np.random.default_rng(seed).permutation
     rows = []
     start = time.process_time()
+    if pretrain_episodes:
+        demos = demonstrations(Sched2Env(train_set, window=window),
+                               train_set[:pretrain_episodes], shortest_ideal_first,
+                               int(pretrain_episodes * steps_per_episode * 1.5),
+                               np.random.default_rng(seed))
+        trainer.pretrain(demos, pretrain_updates)
+    best_value = evaluate_agent(trainer.agent, valid_env, valid_set, seed=seed)[
+        "effectiveness_mean"]
+    best_state = copy.deepcopy(trainer.net.state_dict())
+    rows.append({"episode": 0, "cpu_s": time.process_time() - start,
+                 "valid_effectiveness_mean": best_value})
     queue: list[int] = []
     for e in range(episodes):
         if not queue:
@@ -76,8 +95,11 @@ def train(out: str | Path, *, episodes: int, seed: int = 0, spec: EpisodeSpec = 
                "epsilon": m["epsilon"], "steps": m["steps"],
                "cpu_s": time.process_time() - start}
         if (e + 1) % eval_every == 0 or e + 1 == episodes:
-            ev = evaluate_agent(trainer.agent, test_env, test_set, seed=seed)
-            row.update({f"test_{k}": v for k, v in ev.items()})
+            ev = evaluate_agent(trainer.agent, valid_env, valid_set, seed=seed)
+            row.update({f"valid_{k}": v for k, v in ev.items()})
+            if ev["effectiveness_mean"] > best_value:
+                best_value = ev["effectiveness_mean"]
+                best_state = copy.deepcopy(trainer.net.state_dict())
         rows.append(row)
         if progress:
             progress(row)
@@ -86,12 +108,15 @@ def train(out: str | Path, *, episodes: int, seed: int = 0, spec: EpisodeSpec = 
     curve.to_csv(out / "curve.csv", index=False)
     plot_curve(curve, out / "curve.png")
     summary = {"episodes": episodes, "seed": seed, "episode_spec": asdict(spec),
-               "train_episodes": train_episodes, "eval_every": eval_every,
-               "eval_episodes": eval_episodes, "dqn": asdict(settings), "cpu_s": round(cpu, 1),
+               "window": window, "train_episodes": train_episodes, "eval_every": eval_every,
+               "eval_episodes": eval_episodes, "pretrain_episodes": pretrain_episodes,
+               "pretrain_updates": pretrain_updates, "dqn": asdict(settings),
+               "best_valid_effectiveness": best_value, "cpu_s": round(cpu, 1),
                "torch": torch.__version__,
                "command": (f"dlsched rl train sched2 --episodes {episodes} --seed {seed} "
-                           f"--single-share {spec.single_share} --jobs {spec.jobs} "
-                           f"--out {out.name}")}
+                           f"--window {window} --single-share {spec.single_share} "
+                           f"--jobs {spec.jobs} --out {out.name}")}
+    trainer.net.load_state_dict(best_state)
     trainer.agent.save(out / "sched2_dqn.safetensors", metadata={"training": summary})
     (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return summary
@@ -107,10 +132,10 @@ def plot_curve(curve: pd.DataFrame, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.plot(curve["episode"], curve["train_effectiveness"], lw=0.8, alpha=0.6,
             label="training episode (ε-greedy)")
-    if "test_effectiveness_mean" in curve:
-        test = curve.dropna(subset=["test_effectiveness_mean"])
-        ax.plot(test["episode"], test["test_effectiveness_mean"], marker="o",
-                label="held-out episodes (greedy)")
+    if "valid_effectiveness_mean" in curve:
+        valid = curve.dropna(subset=["valid_effectiveness_mean"])
+        ax.plot(valid["episode"], valid["valid_effectiveness_mean"], marker="o",
+                label="validation episodes (greedy)")
     ax.set_xlabel("episode")
     ax.set_ylabel("mean execution effectiveness (Eq. 2)")
     ax.set_title("SCHED² DQN training")
