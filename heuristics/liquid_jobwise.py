@@ -137,11 +137,12 @@ def best_job_plan(data: LiquidData, rnd: _Round, j: int) -> np.ndarray | None:
     size = sl.stop - sl.start
     lin, node_coef = _dynamic_terms(data, rnd, j)
     best, best_cost = None, np.inf
-    for n in np.flatnonzero(_fits_whole(data, rnd.loads, j)):
-        nodes = np.full(size, n, dtype=np.int64)
-        cost = job_cost(data, j, nodes, lin, node_coef)
-        if cost < best_cost - 1e-12:
-            best, best_cost = nodes, cost
+    whole = np.flatnonzero(_fits_whole(data, rnd.loads, j))
+    if len(whole):
+        # on one server every pair's distance is 0: the cost is the linear terms
+        costs = lin[:, whole].sum(axis=0) + node_coef[whole]
+        k = int(np.argmin(costs))
+        best, best_cost = np.full(size, whole[k], dtype=np.int64), float(costs[k])
     split = _split_plan(data, rnd, j, lin, node_coef)
     if split is not None:
         cost = job_cost(data, j, split, lin, node_coef)

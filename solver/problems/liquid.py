@@ -7,7 +7,7 @@ server (the batch is placed whole: Sec. 5.3 calls a plan with an unplaced contai
 invalid; a batch that cannot fit is infeasible).
 
 Distance between servers a and b: the value of their lowest common ancestor in the
-topology tree (0 on one server).
+cluster's topology graph (0 on one server; a user's graph sets the racks and domains).
   - ``distance="paper"`` (Eq. 2): the number of servers under that ancestor: the rack's
     size within a rack, the domain's size across racks of a domain, the cluster's size
     across domains (the paper only says to avoid that case; we price it, we do not forbid).
@@ -33,6 +33,7 @@ Objectives (all minimized; PS-PS and worker-worker pairs cost nothing):
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -44,7 +45,8 @@ from ..decision import Decision, Placement, TaskPlacement
 from ..errors import InputError
 from ..instance import Instance
 from ..jobs import Container
-from ..topology import Cluster
+from ..topology import Cluster, Level
+from ..topology_graph import LEVEL_NAMES
 from .base import Problem, Violation, register_problem
 
 DISTANCE_TABLES = ("paper", "implementation")
@@ -98,51 +100,79 @@ class Group:
     saving: float
 
 
+def _group_values(cluster: Cluster, distance: str
+                  ) -> tuple[float, dict[Level, np.ndarray], dict[Level, dict[int, float]]]:
+    """(root value, group code of every server per level, value of every group)."""
+    above = (Level.RACK, Level.DOMAIN)
+    codes = {lev: cluster.node_group(lev) for lev in above}
+    value: dict[Level, dict[int, float]] = {}
+    for lev in above:
+        present, sizes = np.unique(codes[lev][codes[lev] >= 0], return_counts=True)
+        if distance == "paper":
+            value[lev] = {int(c): float(k) for c, k in zip(present, sizes, strict=True)}
+        elif distance == "implementation":
+            value[lev] = {int(c): IMPLEMENTATION_DISTANCE[LEVEL_NAMES[lev]] for c in present}
+        else:
+            raise ValueError(f"unknown distance table {distance!r}")
+    if distance == "paper":
+        root = float(cluster.num_nodes)
+    else:
+        root = IMPLEMENTATION_DISTANCE["cluster" if value[Level.DOMAIN] else "domain"]
+    return root, codes, value
+
+
 def topology_groups(cluster: Cluster, distance: str) -> tuple[float, tuple[Group, ...]]:
     """Value of the root and every group (server, rack, domain) with its saving.
 
-    d(a, b) = root value - Σ saving over the groups holding both a and b.
+    The groups are the servers and the vertices above them in the cluster's topology graph
+    (racks, domains: ``Cluster.node_group``); a group's value is the distance of two
+    servers whose lowest common ancestor it is. d(a, b) = root value - Σ saving over the
+    groups holding both a and b.
     """
-    rack, dom = cluster.node_rack, cluster.node_domain
     n = cluster.num_nodes
-    has_domains = bool((dom >= 0).any())
-    if distance == "paper":
-        root = float(n)
-        rack_value = {int(r): float(k) for r, k in cluster.nodes_per_rack().items()}
-        dom_value = {int(d): float(k) for d, k in cluster.nodes_per_domain().items()}
-    elif distance == "implementation":
-        root = IMPLEMENTATION_DISTANCE["cluster" if has_domains else "domain"]
-        rack_value = {int(r): IMPLEMENTATION_DISTANCE["rack"] for r in set(rack[rack >= 0])}
-        dom_value = {int(d): IMPLEMENTATION_DISTANCE["domain"] for d in set(dom[dom >= 0])}
-    else:
-        raise ValueError(f"unknown distance table {distance!r}")
+    above = (Level.RACK, Level.DOMAIN)
+    root, codes, value = _group_values(cluster, distance)
 
-    def parent_value(node: int, level: str) -> float:
-        if level == "node" and rack[node] >= 0:
-            return rack_value[int(rack[node])]
-        if level in ("node", "rack") and dom[node] >= 0:
-            return dom_value[int(dom[node])]
+    def parent_value(server: int, below: Level) -> float:
+        """Value of the lowest group above level ``below`` that holds ``server``."""
+        for lev in above:
+            if lev > below and codes[lev][server] >= 0:
+                return value[lev][int(codes[lev][server])]
         return root
 
-    groups = [Group("node", i, (i,), 0.0, parent_value(i, "node")) for i in range(n)]
-    for r in sorted(rack_value):
-        members = tuple(int(i) for i in np.flatnonzero(rack == r))
-        groups.append(Group("rack", r, members, rack_value[r],
-                            parent_value(members[0], "rack") - rack_value[r]))
-    for d in sorted(dom_value):
-        members = tuple(int(i) for i in np.flatnonzero(dom == d))
-        groups.append(Group("domain", d, members, dom_value[d], root - dom_value[d]))
+    groups = [Group("node", i, (i,), 0.0, parent_value(i, Level.NODE)) for i in range(n)]
+    for lev in above:
+        for c in sorted(value[lev]):
+            members = tuple(int(i) for i in np.flatnonzero(codes[lev] == c))
+            groups.append(Group(LEVEL_NAMES[lev], c, members, value[lev][c],
+                                parent_value(members[0], lev) - value[lev][c]))
     return root, tuple(groups)
 
 
+_DISTANCES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def distance_matrix(cluster: Cluster, distance: str) -> np.ndarray:
-    """d(a, b) for every pair of servers (the table chosen by ``distance``)."""
-    root, groups = topology_groups(cluster, distance)
+    """d(a, b) for every pair of servers (the table chosen by ``distance``), read-only and
+    cached per cluster (a cluster never changes)."""
+    per_cluster = _DISTANCES.setdefault(cluster, {})
+    if distance not in per_cluster:
+        out = _distance_matrix(cluster, distance)
+        out.flags.writeable = False
+        per_cluster[distance] = out
+    return per_cluster[distance]
+
+
+def _distance_matrix(cluster: Cluster, distance: str) -> np.ndarray:
+    root, codes, value = _group_values(cluster, distance)
     n = cluster.num_nodes
     out = np.full((n, n), root)
-    for g in groups:
-        idx = np.array(g.members)
-        out[np.ix_(idx, idx)] -= g.saving
+    for lev in (Level.DOMAIN, Level.RACK):  # coarse to fine: the finer common group wins
+        c = codes[lev]
+        vals = np.array([value[lev].get(int(x), root) for x in c])
+        same = (c[:, None] == c[None, :]) & (c[:, None] >= 0)
+        out = np.where(same, vals[:, None], out)
+    np.fill_diagonal(out, 0.0)
     return out
 
 
@@ -245,7 +275,8 @@ def liquid_data(instance: Instance) -> LiquidData:
     pair_w_arr = np.array(pair_w, dtype=np.int64)
 
     busy = instance.gpu_busy
-    used = np.array([int(busy[g].sum()) for g in cluster.gpus_of_node], dtype=float)
+    node_of = cluster.gpu_node
+    used = np.bincount(node_of, weights=busy.astype(float), minlength=cluster.num_nodes)
     total = cluster.node_gpu_count.astype(float)
     n_tasks = max(1, len(containers))
     if p.objective == "paper":
@@ -260,9 +291,9 @@ def liquid_data(instance: Instance) -> LiquidData:
     levels = np.unique(np.concatenate([[0.0], c_mem[c_gpus > 0]]))
     c_level = np.where(c_gpus > 0, np.searchsorted(levels, c_mem), 0).astype(np.int64)
     gpu_mem = cluster.gpu_mem_gb
-    level_cap = np.array(
-        [[int(((gpu_mem[g] >= lev - EPS) & ~busy[g]).sum()) for lev in levels]
-         for g in cluster.gpus_of_node], dtype=np.int64).reshape(cluster.num_nodes, len(levels))
+    level_cap = np.stack(
+        [np.bincount(node_of, weights=((gpu_mem >= lev - EPS) & ~busy).astype(float),
+                     minlength=cluster.num_nodes) for lev in levels], axis=1).astype(np.int64)
     return LiquidData(
         instance=instance, params=p, containers=tuple(containers), c_job=c_job_arr, c_ps=c_ps,
         c_gpus=c_gpus, c_mem=c_mem, c_cpu=c_cpu, c_ram=c_ram, job_slices=tuple(slices),
@@ -362,17 +393,51 @@ def liquid_breakdown(instance: Instance, decision: Decision) -> LiquidBreakdown:
 
 
 class LiquidProblem(Problem):
+    """Liquid (paper seed 003): place a batch of PS/worker container jobs, all or none.
+
+    Jobs are lists of containers (GPUs, GPU memory, CPU, RAM, bandwidth); GPUs are
+    exclusive; a decision places the whole batch; the objective (minimized) is the score
+    of Eqs. 4-7 (:func:`liquid_breakdown`).
+    """
+
     name = "liquid"
     sense = "min"
     job_fields = ()
     exclusive_gpus = True
     whole_batch = True
-    objective_name = "Σ Score of Eqs. 4-7 (or the implementation's cost)"
 
     def parse_params(self, params: Mapping[str, Any]) -> LiquidParams:
+        """Parse ``params`` (``lambda`` of Eq. 4, the distance table, the objective).
+
+        Parameters
+        ----------
+        params
+            The instance's ``params`` mapping.
+
+        Returns
+        -------
+        LiquidParams
+            The typed parameters (:func:`parse_liquid_params`).
+        """
         return parse_liquid_params(params)
 
     def check_instance(self, instance: Instance) -> None:
+        """The base checks, and containers with a known role and demands >= 0 on every job.
+
+        Parameters
+        ----------
+        instance
+            The instance being loaded.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        InputError
+            A job without containers, an unknown role or a negative demand.
+        """
         super().check_instance(instance)
         for i, job in enumerate(instance.jobs):
             if not job.containers:
@@ -388,12 +453,64 @@ class LiquidProblem(Problem):
                                      fix="gpus, gpu_mem_gb, cpu, ram_gb, bandwidth are >= 0")
 
     def check_decision(self, instance: Instance, decision: Decision) -> list[Violation]:
+        """The batch is placed whole.
+
+        Parameters
+        ----------
+        instance
+            The snapshot.
+        decision
+            A decision that passes the generic rules.
+
+        Returns
+        -------
+        list of Violation
+            One ``unplaced`` violation per pending job the decision leaves out.
+        """
         placed = set(decision.placed_jobs)
         return [Violation("unplaced", j.id, "a Liquid batch is placed whole")
                 for j in instance.jobs if j.id not in placed]
 
     def evaluate(self, instance: Instance, decision: Decision) -> float:
+        """The score of Eqs. 4-7 (or the implementation's cost; minimized).
+
+        Parameters
+        ----------
+        instance
+            The snapshot.
+        decision
+            A valid decision.
+
+        Returns
+        -------
+        float
+            ``liquid_breakdown(instance, decision).total``.
+        """
         return liquid_breakdown(instance, decision).total
 
+    # the score mixes a network cost with negative fitness terms and crosses zero
+    report_gap = "absolute"
 
-LIQUID = register_problem(LiquidProblem())
+    def report_metrics(self, instance: Instance, decision: Decision) -> dict[str, float]:
+        """Network cost (Σ bandwidth × distance of PS-worker pairs) and the score's parts.
+
+        Parameters
+        ----------
+        instance
+            The snapshot.
+        decision
+            A valid decision.
+
+        Returns
+        -------
+        dict of str to float
+            ``network cost``, ``score: network``, ``score: GPU fit``, ``score: job-servers``
+            (the weighted terms that add up to the objective) and ``job-server pairs``.
+        """
+        b = liquid_breakdown(instance, decision)
+        return {"network cost": b.network_distance, "score: network": b.network,
+                "score: GPU fit": b.per_container, "score: job-servers": b.per_job_node,
+                "job-server pairs": float(b.job_nodes)}
+
+
+register_problem(LiquidProblem())
