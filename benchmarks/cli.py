@@ -242,7 +242,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     com.add_argument("--output", help="directory (default compete-results/SUITE)")
     com.add_argument("--update-best", action="store_true",
                      help="store validated improvements as best known values")
-    com.add_argument("--no-progress", action="store_true")
+    com.add_argument("--no-progress", action="store_true", help="no progress bar")
     com.set_defaults(func=_cmd_compete)
 
     repro = subparsers.add_parser(
@@ -269,7 +269,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                        "(the spec's)")
     build.add_argument("--recompute", action="store_true",
                        help="recompute best known values even for unchanged instances")
-    build.add_argument("--no-progress", action="store_true")
+    build.add_argument("--no-progress", action="store_true", help="no progress bar")
     build.set_defaults(func=_cmd_library_build)
     ver = lib_sub.add_parser("verify", help="check hashes and best known solutions")
     suite_options(ver, required=False)

@@ -6,16 +6,21 @@ An entrant is an external command (any language) with placeholders ``{instance}`
 (``python -m dlsched.benchmarks.compete --call ...``) so it can be killed like any command.
 
 Per instance: the instance is written as plain JSON to a fresh directory, the command
-starts in its own session, and the time limit is enforced from outside: at the limit the
-process group gets SIGTERM, and after ``grace`` seconds SIGKILL. The rules, published in
-docs/competition.md:
+starts in its own session with resource limits (address space ``--memory-limit``, CPU
+time, largest file written), its stdout and stderr are captured up to a cap, and the time
+limit is enforced from outside: at the limit the process group gets SIGTERM, and after
+``grace`` seconds SIGKILL. After every run every process the solver started is killed —
+the runner is the child subreaper, so ``setsid()`` escapes come back to it. The rules,
+published in docs/competition.md:
 
 - a process still running after the grace period is killed and scores 0 (``timeout``);
   one that exits during the grace period is scored on the solution it left, if any;
 - a non-zero exit code (other than from our SIGTERM) scores 0 (``crash``);
 - no solution file: 0 (``missing``); a file that is not a solution for this instance:
   0 (``garbage`` / ``wrong_instance``); a solution the validator rejects: 0
-  (``infeasible``, with the first violation);
+  (``infeasible``, with the first violation); a solution that cannot be scored, or any
+  error of the runner on one run: 0 (``error``, with the exception) — the competition
+  goes on;
 - otherwise the evaluator's objective is scored against the reference R (the best of the
   library's best known value and every entrant's valid objective on the instance):
   ``score = clip(1 − gap, 0, 1)`` with ``gap = (objective − R) / max(|objective|, |R|)``
@@ -27,15 +32,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
+import hashlib
 import importlib
 import inspect
 import math
 import os
 import re
+import resource
 import shlex
+import shutil
 import signal
+import stat
+import string
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +58,7 @@ import pandas as pd
 from dlsched.canonical import pretty_json
 from dlsched.decision import Decision, load_solution, save_solution
 from dlsched.errors import InputError
+from dlsched.instance import Instance
 from dlsched.instance_io import load_instance
 from dlsched.problems import get_problem
 from dlsched.validate import validate
@@ -69,8 +82,59 @@ class Entrant:
     pythonpath: str | None = None  # for callables: the directory they are imported from
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one solver run may use (see docs/competition.md, "Containment").
+
+    Parameters
+    ----------
+    memory_mb
+        Address-space limit (``RLIMIT_AS``) of every process of the solver, in MiB.
+    solution_mb
+        Largest file the solver may write (``RLIMIT_FSIZE``) and largest solution read.
+    output_kb
+        stdout and stderr kept per run (the rest is counted, not stored), in KiB.
+    """
+
+    memory_mb: int = 4096
+    solution_mb: int = 16
+    output_kb: int = 1024
+
+    def __post_init__(self) -> None:
+        for name in ("memory_mb", "solution_mb", "output_kb"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**40:
+                raise InputError(f"{name} = {value!r}", field=f"--{name.replace('_', '-')}",
+                                 fix="a positive whole number")
+
+
+PLACEHOLDERS = ("instance", "solution", "time_limit", "seed")
+
+
+def _check_placeholders(arg: str, solver: str) -> None:
+    """InputError for an unknown or malformed ``{…}`` in one argument of ``solver``."""
+    fix = ("use only " + ", ".join(f"{{{p}}}" for p in PLACEHOLDERS)
+           + "; write a literal brace as {{ or }}")
+    try:
+        fields = list(string.Formatter().parse(arg))
+    except ValueError as exc:
+        raise InputError(f"{exc} in argument {arg!r}", field="--solver", fix=fix) from None
+    for _, name, spec, conversion in fields:
+        if name is None:
+            continue
+        if name not in PLACEHOLDERS or spec or conversion:
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (
+                f":{spec}" if spec else "") + "}"
+            raise InputError(f"unknown placeholder {shown} in argument {arg!r}",
+                             field="--solver", fix=fix)
+
+
 def parse_entrant(solver: str, name: str | None = None) -> Entrant:
-    """An entrant from ``--solver``: a command with placeholders, or ``module:function``."""
+    """An entrant from ``--solver``: a command with placeholders, or ``module:function``.
+
+    Placeholders are checked here, before anything runs: an unknown ``{…}`` is an
+    InputError listing the valid ones; ``{{`` and ``}}`` stand for literal braces.
+    """
     if re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", solver.strip()):
         argv = (sys.executable, "-m", "dlsched.benchmarks.compete", "--call", solver.strip(),
                 "{instance}", "{solution}", "{time_limit}", "{seed}")
@@ -83,23 +147,344 @@ def parse_entrant(solver: str, name: str | None = None) -> Entrant:
     if not argv:
         raise InputError("empty command", field="--solver",
                          fix='write "COMMAND {instance} {solution}" or module:function')
-    joined = " ".join(argv)
-    if "{instance}" not in joined or "{solution}" not in joined:
+    for arg in argv:
+        _check_placeholders(arg, solver)
+    used = {f for arg in argv for _, f, _, _ in string.Formatter().parse(arg) if f}
+    if "instance" not in used or "solution" not in used:
         raise InputError(f"command {solver!r} lacks {{instance}} or {{solution}}",
                          field="--solver", fix="put {instance} and {solution} where the "
                          "files go")
     return Entrant(name or argv[0].rsplit("/", 1)[-1], solver, argv)
 
 
+def safe_name(name: str) -> str:
+    """A single path component for ``name``: letters, digits, ``_ . -`` only, no leading
+    dot; names that had to change get a short hash, so distinct names stay distinct."""
+    safe = re.sub(r"[^\w.-]+", "_", name, flags=re.ASCII).lstrip(".")[:100] or "_"
+    if safe != name:
+        safe += "-" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return safe
+
+
 def score(objective: float | None, reference: float | None, sense: str) -> float:
     """clip(1 − gap, 0, 1) with the gap of :func:`dlsched.benchmarks.runner.gap_to_best`; 0
     without an objective; 1 without a reference."""
-    if objective is None or (isinstance(objective, float) and math.isnan(objective)):
+    if objective is None or (isinstance(objective, float) and not math.isfinite(objective)):
         return 0.0
     if reference is None or (isinstance(reference, float) and math.isnan(reference)):
         return 1.0
     gap = gap_to_best(objective, reference, sense) or 0.0
     return min(1.0, max(0.0, 1.0 - gap))
+
+
+# ---------------------------------------------------------------------- process containment
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper() -> bool:
+    """Make this process the child subreaper (Linux): orphans of the solvers, ``setsid()``
+    escapes included, are re-parented to it instead of to init, so they can be found and
+    killed. True when it worked."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _process_table() -> dict[int, tuple[int, int, str]]:
+    """pid → (parent pid, session id, state) for every process in /proc."""
+    table: dict[int, tuple[int, int, str]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                text = fh.read().decode("ascii", "replace")
+        except OSError:
+            continue
+        fields = text[text.rfind(")") + 2:].split()
+        if len(fields) >= 4:
+            table[int(entry)] = (int(fields[1]), int(fields[3]), fields[0])
+    return table
+
+
+def _descendants(table: dict[int, tuple[int, int, str]], root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    out: set[int] = set()
+    todo = [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in out:
+                out.add(child)
+                todo.append(child)
+    return out
+
+
+def kill_tree(session: int, before: set[int]) -> int:
+    """SIGKILL every process of the run: this process's descendants that were not there
+    ``before`` the run (orphans come back here because we are the subreaper) and every
+    process in the solver's ``session``; reap them; returns how many were killed."""
+    me = os.getpid()
+    killed: set[int] = set()
+    for _ in range(200):
+        table = _process_table()
+        victims = (_descendants(table, me) - before) | {
+            pid for pid, (_, sid, _) in table.items() if sid == session}
+        victims.discard(me)
+        alive = {p for p in victims if table.get(p, (0, 0, "Z"))[2] not in ("Z", "X")}
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        killed |= alive
+        for pid in victims:  # reap the ones that are our children (zombies included)
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+        if not alive:
+            break
+        time.sleep(0.01)
+    return len(killed)
+
+
+def cpu_limit(time_limit: float, grace: float) -> int:
+    """CPU seconds per solver process: (limit + grace) × CPUs + 1, so that a multi-threaded
+    solver is stopped by the wall clock, never by this; it stops spinning processes that
+    would escape the wall clock."""
+    return math.ceil((time_limit + grace) * (os.cpu_count() or 1)) + 1
+
+
+def _limits_preexec(limits: Limits, cpu_seconds: int):  # noqa: ANN202 - a closure
+    def apply() -> None:
+        mib = 1024 * 1024
+        for which, value in ((resource.RLIMIT_AS, limits.memory_mb * mib),
+                             (resource.RLIMIT_FSIZE, limits.solution_mb * mib),
+                             (resource.RLIMIT_CORE, 0)):
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(which, (value, value))
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 2))
+    return apply
+
+
+class _Capture(threading.Thread):
+    """Drain one pipe into a file, storing at most ``cap`` bytes (the rest is counted) and
+    keeping the last 4 KiB for the crash reason."""
+
+    def __init__(self, fd: int, path: Path, cap: int) -> None:
+        super().__init__(daemon=True)
+        self.fd, self.path, self.cap = fd, path, cap
+        self.dropped = 0
+        self.tail = b""
+
+    def run(self) -> None:
+        kept = 0
+        with open(self.path, "wb") as out:
+            while True:
+                try:
+                    chunk = os.read(self.fd, 1 << 16)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                self.tail = (self.tail + chunk)[-4096:]
+                room = self.cap - kept
+                if room > 0:
+                    out.write(chunk[:room])
+                    kept += min(room, len(chunk))
+                self.dropped += max(0, len(chunk) - max(room, 0))
+            if self.dropped:
+                out.write(f"\n[dlsched compete: {self.dropped} more bytes not stored; the cap "
+                          f"is {self.cap} bytes]\n".encode())
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+    def last_lines(self, n: int = 3) -> str:
+        lines = [x.strip() for x in self.tail.decode("utf-8", "replace").splitlines()
+                 if x.strip()]
+        return " | ".join(lines[-n:])[-300:]
+
+
+def _fresh_dir(path: Path) -> None:
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+_SIGNAL_NOTES = {"SIGXCPU": "CPU-time limit", "SIGXFSZ": "file-size limit",
+                 "SIGKILL": "killed (memory exhausted, or by the runner)"}
+
+
+def run_one(manifest: Manifest, name: str, entrant: Entrant, *, time_limit: float,
+            grace: float, seed: int, workdir: Path, limits: Limits | None = None,
+            instance: Instance | None = None) -> tuple[dict[str, Any], Decision | None]:
+    """Run ``entrant`` on instance ``name``; the score row and the valid decision, if any.
+
+    Nothing the solver does can make this raise: every outcome is a row (a solver's
+    failure, or an error of the runner itself on this run, scores 0 with the reason).
+    """
+    limits = limits or Limits()
+    rec = manifest.entries[name]
+    row: dict[str, Any] = {
+        "suite": manifest.suite, "entrant": entrant.name, "solver": entrant.solver,
+        "instance": name, "instance_sha256": rec["sha256"], "problem": rec["problem"],
+        "sense": rec["sense"], "time_limit": time_limit,
+        "best_known": (rec.get("best") or {}).get("objective"), "objective": None,
+        "exit_code": None, "wall_time": 0.0}
+    try:
+        if instance is None:
+            instance = manifest.load(name)
+        return _run_contained(instance, entrant, row, time_limit=time_limit, grace=grace,
+                              seed=seed, workdir=workdir, limits=limits)
+    except Exception as exc:  # noqa: BLE001 - a run must never stop the competition
+        row.update(outcome="error", reason=f"{type(exc).__name__}: {exc}"[:300],
+                   objective=None)
+        return _finish(row), None
+
+
+def _run_contained(instance: Instance, entrant: Entrant, row: dict[str, Any], *,
+                   time_limit: float, grace: float, seed: int, workdir: Path,
+                   limits: Limits) -> tuple[dict[str, Any], Decision | None]:
+    _fresh_dir(workdir)
+    inst_path, sol_path = workdir / "instance.json", workdir / "solution.json"
+    inst_path.write_text(pretty_json(instance.to_dict()), encoding="utf-8")
+    values = {"instance": str(inst_path), "solution": str(sol_path),
+              "time_limit": f"{time_limit:g}", "seed": str(seed)}
+    argv = [arg.format(**values) for arg in entrant.argv]
+    env = None
+    if entrant.pythonpath is not None:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (entrant.pythonpath, env.get("PYTHONPATH")) if p)
+    before = _descendants(_process_table(), os.getpid())
+    cap = limits.output_kb * 1024
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    start = time.perf_counter()
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=workdir, stdout=out_w, stderr=err_w, env=env, stdin=subprocess.DEVNULL,
+            start_new_session=True, close_fds=True,
+            preexec_fn=_limits_preexec(limits, cpu_limit(time_limit, grace)))
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        for fd in (out_r, out_w, err_r, err_w):
+            os.close(fd)
+        row.update(outcome="crash", reason=f"cannot start: {exc}"[:300])
+        return _finish(row), None
+    os.close(out_w)
+    os.close(err_w)
+    captures = [_Capture(out_r, workdir / "stdout.txt", cap),
+                _Capture(err_r, workdir / "stderr.txt", cap)]
+    for c in captures:
+        c.start()
+    timed_out = killed = False
+    try:
+        proc.wait(timeout=time_limit)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        killed = _terminate(proc, grace)
+    finally:
+        if proc.returncode is None:  # interrupted (e.g. KeyboardInterrupt)
+            _terminate(proc, 0.0)
+        leftovers = kill_tree(proc.pid, before)
+        for c in captures:
+            c.join(timeout=2.0)
+    row["wall_time"] = time.perf_counter() - start
+    row["exit_code"] = proc.returncode
+    notes = []
+    if leftovers:
+        notes.append(f"killed {leftovers} leftover process{'es' if leftovers > 1 else ''}")
+    for c, stream in zip(captures, ("stdout", "stderr"), strict=True):
+        if c.dropped:
+            notes.append(f"{stream} truncated to {cap} bytes ({c.dropped} not stored)")
+    row_reason, decision = _judge(instance, row, sol_path, captures[1], timed_out=timed_out,
+                                  killed=killed, time_limit=time_limit, grace=grace,
+                                  limits=limits)
+    row["reason"] = "; ".join(x for x in (row_reason, *notes) if x)
+    return _finish(row), decision
+
+
+def _judge(instance: Instance, row: dict[str, Any], sol_path: Path, err: _Capture, *,
+           timed_out: bool, killed: bool, time_limit: float, grace: float,
+           limits: Limits) -> tuple[str, Decision | None]:
+    """Set ``row["outcome"]`` (and the objective when valid); the reason and the decision."""
+    code = row["exit_code"]
+    if killed:
+        row["outcome"] = "timeout"
+        return (f"still running {grace:g} s after SIGTERM at the {time_limit:g} s limit; "
+                "killed"), None
+    if not timed_out and code != 0:
+        tail = err.last_lines()
+        if code is not None and code < 0:
+            sig = _signal_name(code)
+            what = f"killed by {sig}" + (f" ({_SIGNAL_NOTES[sig]})" if sig in _SIGNAL_NOTES
+                                         else "")
+        else:
+            what = f"exit code {code}"
+        if "MemoryError" in tail or "annot allocate memory" in tail or "bad_alloc" in tail:
+            what += f" (memory limit {limits.memory_mb} MiB)"
+        if "File too large" in tail:
+            what += f" (file-size limit {limits.solution_mb} MiB)"
+        row["outcome"] = "crash"
+        return what + (f": {tail}" if tail else ""), None
+    try:
+        st = os.lstat(sol_path)
+    except OSError:
+        st = None
+    if st is None:
+        row["outcome"] = "timeout" if timed_out else "missing"
+        return (f"stopped at the {time_limit:g} s limit without a solution file" if timed_out
+                else "exited without writing the solution file"), None
+    if not stat.S_ISREG(st.st_mode):
+        row["outcome"] = "garbage"
+        return "the solution is not a regular file (a link, a directory or a device)", None
+    if st.st_size > limits.solution_mb * 1024 * 1024:
+        row["outcome"] = "garbage"
+        return (f"solution file of {st.st_size} bytes, over the {limits.solution_mb} MiB "
+                "cap"), None
+    try:
+        decision = load_solution(sol_path, instance)
+    except InputError as exc:
+        kind = "wrong_instance" if exc.field == "instance_sha256" else "garbage"
+        row["outcome"] = kind
+        return (exc.message if kind == "wrong_instance"
+                else f"{exc.field + ': ' if exc.field else ''}{exc.message}")[:300], None
+    except Exception as exc:  # noqa: BLE001 - reading a solution must not stop the run
+        row["outcome"] = "garbage"
+        return f"unreadable solution: {type(exc).__name__}: {exc}"[:300], None
+    try:
+        report = validate(instance, decision)
+        if not report.ok:
+            first = report.violations[0]
+            more = len(report.violations) - 1
+            row["outcome"] = "infeasible"
+            return (str(first) + (f" (+{more} more)" if more else ""))[:300], None
+        objective = float(get_problem(instance.problem).evaluate(instance, decision))
+    except Exception as exc:  # noqa: BLE001 - scoring must not stop the run
+        row["outcome"] = "error"
+        return f"cannot score the solution: {type(exc).__name__}: {exc}"[:300], None
+    if not math.isfinite(objective):
+        row["outcome"] = "error"
+        return f"the objective is {objective}", None
+    row["objective"] = objective
+    row["outcome"] = "ok"
+    return ("stopped at the limit, solution kept" if timed_out else ""), decision
 
 
 def _terminate(proc: subprocess.Popen, grace: float) -> bool:
@@ -116,93 +501,6 @@ def _terminate(proc: subprocess.Popen, grace: float) -> bool:
         return True
 
 
-def _last_line(path: Path) -> str:
-    try:
-        lines = [x for x in path.read_text(errors="replace").splitlines() if x.strip()]
-    except OSError:
-        return ""
-    return lines[-1][:200] if lines else ""
-
-
-def run_one(manifest: Manifest, name: str, entrant: Entrant, *, time_limit: float,
-            grace: float, seed: int, workdir: Path) -> tuple[dict[str, Any], Decision | None]:
-    """Run ``entrant`` on instance ``name``; the score row and the valid decision, if any."""
-    rec = manifest.entries[name]
-    instance = manifest.load(name)
-    workdir.mkdir(parents=True, exist_ok=True)
-    inst_path, sol_path = workdir / "instance.json", workdir / "solution.json"
-    inst_path.write_text(pretty_json(instance.to_dict()), encoding="utf-8")
-    sol_path.unlink(missing_ok=True)
-    values = {"instance": str(inst_path), "solution": str(sol_path),
-              "time_limit": f"{time_limit:g}", "seed": str(seed)}
-    argv = [arg.format(**values) if "{" in arg else arg for arg in entrant.argv]
-    row: dict[str, Any] = {
-        "suite": manifest.suite, "entrant": entrant.name, "solver": entrant.solver,
-        "instance": name, "instance_sha256": rec["sha256"], "problem": rec["problem"],
-        "sense": rec["sense"], "time_limit": time_limit,
-        "best_known": (rec.get("best") or {}).get("objective"), "objective": None,
-        "exit_code": None}
-    env = None
-    if entrant.pythonpath is not None:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (entrant.pythonpath, env.get("PYTHONPATH")) if p)
-    start = time.perf_counter()
-    timed_out = killed = False
-    with open(workdir / "stdout.txt", "wb") as out, open(workdir / "stderr.txt", "wb") as err:
-        try:
-            proc = subprocess.Popen(argv, cwd=workdir, stdout=out, stderr=err, env=env,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
-        except OSError as exc:
-            row.update(outcome="crash", reason=f"cannot start: {exc}", wall_time=0.0)
-            return _finish(row), None
-        try:
-            proc.wait(timeout=time_limit)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            killed = _terminate(proc, grace)
-        except BaseException:
-            _terminate(proc, 0.0)
-            raise
-    row["wall_time"] = time.perf_counter() - start
-    row["exit_code"] = proc.returncode
-    if killed:
-        row.update(outcome="timeout", reason=f"still running {grace:g} s after SIGTERM at "
-                   f"the {time_limit:g} s limit; killed")
-        return _finish(row), None
-    if not timed_out and proc.returncode != 0:
-        tail = _last_line(workdir / "stderr.txt")
-        row.update(outcome="crash", reason=f"exit code {proc.returncode}"
-                   + (f": {tail}" if tail else ""))
-        return _finish(row), None
-    if not sol_path.is_file():
-        if timed_out:
-            row.update(outcome="timeout", reason=f"stopped at the {time_limit:g} s limit "
-                       "without a solution file")
-        else:
-            row.update(outcome="missing", reason="exited without writing the solution file")
-        return _finish(row), None
-    try:
-        decision = load_solution(sol_path, instance)
-    except InputError as exc:
-        kind = "wrong_instance" if exc.field == "instance_sha256" else "garbage"
-        row.update(outcome=kind, reason=exc.message if kind == "wrong_instance"
-                   else f"{exc.field + ': ' if exc.field else ''}{exc.message}")
-        return _finish(row), None
-    except (KeyError, TypeError, ValueError) as exc:
-        row.update(outcome="garbage", reason=f"unreadable solution: {exc}"[:200])
-        return _finish(row), None
-    report = validate(instance, decision)
-    if not report.ok:
-        first = report.violations[0]
-        more = len(report.violations) - 1
-        row.update(outcome="infeasible", reason=str(first) + (f" (+{more} more)" if more else ""))
-        return _finish(row), None
-    row["objective"] = get_problem(instance.problem).evaluate(instance, decision)
-    row.update(outcome="ok", reason="stopped at the limit, solution kept" if timed_out else "")
-    return _finish(row), decision
-
-
 def _finish(row: dict[str, Any]) -> dict[str, Any]:
     row["score"] = score(row["objective"], row["best_known"], row["sense"])
     row["finished_at"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
@@ -211,39 +509,59 @@ def _finish(row: dict[str, Any]) -> dict[str, Any]:
 
 def compete(manifest: Manifest, entrants: list[Entrant], output: str | Path, *,
             time_limit: float, grace: float = 2.0, seed: int = 0,
-            update_best: bool = False, progress: bool = True) -> tuple[pd.DataFrame, list[str]]:
+            update_best: bool = False, progress: bool = True,
+            limits: Limits | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Run every entrant on every instance (one at a time, for fair timing).
 
     Appends rows to ``OUTPUT/scores.csv``, rewrites ``leaderboard.csv`` and
-    ``leaderboard.md``; returns (the leaderboard, best-known update notes).
+    ``leaderboard.md``; returns (the leaderboard, best-known update notes). Instances are
+    read before any solver runs; ``scores.csv`` is rewritten at the end from the rows held
+    in memory, so a solver that writes into the output directory changes nothing.
     """
     from tqdm import tqdm
 
-    if time_limit <= 0 or grace < 0:
+    if not (0 < time_limit <= 1e6) or not (0 <= grace <= 1e6):
         raise InputError(f"time limit {time_limit}, grace {grace}", field="--time-limit",
                          fix="use a time limit > 0 and a grace >= 0")
+    limits = limits or Limits()
     out = Path(output)
     out.mkdir(parents=True, exist_ok=True)
+    scores = out / "scores.csv"
+    previous = scores.read_bytes() if scores.is_file() else b""
+    instances = {name: manifest.load(name) for name in manifest.entries}
+    become_subreaper()
     rows, offers = [], []
     pairs = [(e, n) for e in entrants for n in manifest.entries]
     for entrant, name in tqdm(pairs, disable=not progress, unit="run"):
-        safe = re.sub(r"[^\w.-]+", "_", entrant.name)
+        workdir = out / "runs" / safe_name(entrant.name) / safe_name(name)
         row, decision = run_one(manifest, name, entrant, time_limit=time_limit, grace=grace,
-                                seed=seed, workdir=out / "runs" / safe / name)
+                                seed=seed, workdir=workdir, limits=limits,
+                                instance=instances[name])
         rows.append(row)
         frame = pd.DataFrame([row], columns=list(SCORE_COLUMNS))
-        scores = out / "scores.csv"
-        frame.to_csv(scores, mode="a", header=not scores.is_file(), index=False)
+        with contextlib.suppress(OSError):
+            frame.to_csv(scores, mode="a", header=not scores.is_file(), index=False)
         if decision is not None and update_best:
             offers.append(Offer(name, decision, row["objective"], "feasible", None,
                                 f"compete:{entrant.name}"))
+    _rewrite_scores(scores, previous, rows)
     notes = offer_best(manifest, offers) if offers else []
-    board = leaderboard(pd.read_csv(out / "scores.csv", keep_default_na=False,
-                                    na_values=[""]))
+    board = leaderboard(pd.read_csv(scores, keep_default_na=False, na_values=[""]))
     board.to_csv(out / "leaderboard.csv", index=False)
     (out / "leaderboard.md").write_text(leaderboard_markdown(board, manifest.suite, time_limit),
                                         encoding="utf-8")
     return board, notes
+
+
+def _rewrite_scores(scores: Path, previous: bytes, rows: list[dict[str, Any]]) -> None:
+    """``scores.csv`` = what it held before the competition + this competition's rows."""
+    if scores.is_symlink() or (scores.exists() and not scores.is_file()):
+        _fresh_dir(scores)
+        scores.rmdir()
+    frame = pd.DataFrame(rows, columns=list(SCORE_COLUMNS))
+    with open(scores, "wb") as fh:
+        fh.write(previous)
+    frame.to_csv(scores, mode="a", header=not previous, index=False)
 
 
 def leaderboard(scores: pd.DataFrame) -> pd.DataFrame:

@@ -26,10 +26,10 @@ from dlsched.canonical import pretty_json
 from dlsched.decision import Decision, load_solution, save_solution
 from dlsched.errors import InputError
 from dlsched.files import read_json
+from dlsched.gaps import is_proven_optimal
 from dlsched.instance import Instance
 from dlsched.instance_io import load_instance
 from dlsched.problems import get_problem
-from dlsched.solve import OPTIMALITY_ABS, OPTIMALITY_GAP
 from dlsched.validate import validate
 
 from .suites import MANIFEST_FILE, SuiteSpec, expand, suite_dir
@@ -52,15 +52,6 @@ def better(a: float, b: float, sense: str) -> bool:
     if same_value(a, b):
         return False
     return a < b if sense == "min" else a > b
-
-
-def proves(objective: float, bound: float | None) -> bool:
-    """True when ``bound`` proves ``objective`` optimal (the tolerances of ``solve``)."""
-    if bound is None:
-        return False
-    scale = max(abs(objective), abs(bound))
-    gap = 0.0 if scale == 0 else abs(objective - bound) / scale
-    return gap <= OPTIMALITY_GAP or abs(objective - bound) <= OPTIMALITY_ABS
 
 
 @dataclass
@@ -211,7 +202,7 @@ def offer_best(manifest: Manifest, offers: Iterable[Offer], *, save: bool = True
                 notes.append(f"{offer.name}: refused {who}: stated objective "
                              f"{offer.objective!r}, evaluator {value!r}")
                 continue
-            proven = offer.status == "optimal" and proves(value, offer.bound)
+            proven = offer.status == "optimal" and is_proven_optimal(value, offer.bound)
             if best is None or better(value, best["objective"], sense) or (
                     proven and best["status"] != "optimal"
                     and same_value(value, best["objective"])):
@@ -222,8 +213,8 @@ def offer_best(manifest: Manifest, offers: Iterable[Offer], *, save: bool = True
                 if bound is not None and better(value, bound, sense):
                     notes.append(f"{offer.name}: bound {bound!r} cuts off {value!r}; dropped")
                     bound = None
-                best = {"objective": value,
-                        "status": "optimal" if proven or proves(value, bound) else "feasible",
+                proven = proven or is_proven_optimal(value, bound)
+                best = {"objective": value, "status": "optimal" if proven else "feasible",
                         "bound": bound, "solution": f"best/{offer.name}.json",
                         "method": offer.method, "backend": offer.backend, "seed": offer.seed}
                 (manifest.directory / "best").mkdir(exist_ok=True)
@@ -242,7 +233,7 @@ def offer_best(manifest: Manifest, offers: Iterable[Offer], *, save: bool = True
                              f"best known {best['objective']!r}; ignored")
                 continue
             best["bound"] = offer.bound
-            if proves(best["objective"], offer.bound):
+            if is_proven_optimal(best["objective"], offer.bound):
                 best["status"] = "optimal"
             changed = True
             notes.append(f"{offer.name}: bound {offer.bound:.10g} from {who}")
@@ -304,6 +295,6 @@ def _check_best(manifest: Manifest, instance: Instance, best: Mapping[str, Any])
     bound = best.get("bound")
     if bound is not None and better(value, bound, sense):
         out.append(f"bound {bound!r} cuts off the stored solution's {value!r}")
-    if best.get("status") == "optimal" and not proves(value, bound):
+    if best.get("status") == "optimal" and not is_proven_optimal(value, bound):
         out.append(f"status optimal without a proving bound (bound {bound!r})")
     return out

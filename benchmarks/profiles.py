@@ -27,6 +27,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from dlsched.gaps import relative_gap
+
 SOLVED_TOL = 1e-6
 """A run solved a problem when its gap to the reference is at most this (relative)."""
 SHIFT = 1.0
@@ -60,7 +62,7 @@ def reference_values(table: pd.DataFrame) -> pd.Series:
 def gaps_to_reference(table: pd.DataFrame) -> pd.Series:
     """Gap of each row to its instance's reference (+inf without a valid objective).
 
-    The formula of :func:`dlsched.benchmarks.runner.gap_to_best`; never negative here since the
+    :func:`dlsched.gaps.relative_gap` with the objective sense; never negative here since the
     reference is at least as good as every run.
     """
     refs = reference_values(table)
@@ -70,11 +72,10 @@ def gaps_to_reference(table: pd.DataFrame) -> pd.Series:
         if obj is None or pd.isna(obj) or ref is None or pd.isna(ref):
             out.append(math.inf)
             continue
-        sense = row.get("sense", "min")
-        scale = max(abs(obj), abs(ref))
-        diff = obj - ref if sense == "min" else ref - obj
+        sense = "min" if row.get("sense", "min") == "min" else "max"
+        gap = relative_gap(float(obj), float(ref), sense)
         # differences at the level of float summation noise are no gap
-        out.append(0.0 if diff <= NOISE * scale else diff / scale)
+        out.append(0.0 if gap is None or gap <= NOISE else gap)
     return pd.Series(out, index=table.index, dtype=float)
 
 
@@ -128,35 +129,64 @@ def plot_profile(matrix: pd.DataFrame, path: str, *, title: str, xlabel: str,
                  log_x: bool = True, floor: float | None = None) -> None:
     """Write the profile of ``matrix`` as a PNG (step plot, one line per solver).
 
-    ``floor`` replaces values below it (a gap of 0 on a log axis) and is marked in the
-    axis label.
+    Solvers with identical curves share one line (labelled ``a = b``); solvers that never
+    reach the reference (no finite value) are not drawn but listed under the legend as
+    "never within any τ". The legend sits outside the axes, on the right.
+
+    Parameters
+    ----------
+    matrix
+        Ratios or gaps: rows are problems, columns solvers (+inf = not solved).
+    path
+        PNG file to write.
+    title, xlabel
+        Plot title and x-axis label.
+    log_x
+        Log-scale x axis.
+    floor
+        Values below it (a gap of 0 on a log axis) are drawn at it; say so in ``xlabel``.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
     finite = matrix.to_numpy(dtype=float)
     finite = finite[np.isfinite(finite)]
     top = float(finite.max()) if finite.size else 1.0
-    styles = ("-", "--", ":", "-.")
-    for i, (s, (x, y)) in enumerate(profile_steps(matrix).items()):
+    curves: dict[tuple, list[str]] = {}
+    never: list[str] = []
+    for s, (x, y) in profile_steps(matrix).items():
         if floor is not None:
             x = np.maximum(x, floor)
-        right = max(top * 1.5, (floor or 1.0) * 10)
-        xs = np.concatenate([[floor if floor is not None else 1.0], x, [right]])
-        ys = np.concatenate([[0.0], y, [y[-1] if len(y) else 0.0]])
-        ax.step(xs, ys, where="post", label=s, linestyle=styles[i % len(styles)],
-                linewidth=1.6)
+        if not len(x):
+            never.append(str(s))
+            continue
+        curves.setdefault((tuple(np.round(x, 12)), tuple(y)), []).append(str(s))
+    fig, ax = plt.subplots(figsize=(8.6, 4.2))
+    styles = ("-", "--", ":", "-.")
+    left = floor if floor is not None else 1.0
+    right = max(top * 1.5, left * 10)
+    for i, ((x, y), names) in enumerate(curves.items()):
+        xs = np.concatenate([[left], np.asarray(x), [right]])
+        ys = np.concatenate([[0.0], np.asarray(y), [y[-1]]])
+        ax.step(xs, ys, where="post", label="\n= ".join(names),
+                linestyle=styles[i % len(styles)], linewidth=1.8, color=f"C{i % 10}")
     if log_x:
         ax.set_xscale("log")
+    ax.set_xlim(left, right)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("share of problems")
+    ax.set_ylabel(f"share of {len(matrix)} problems")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    handles, labels = ax.get_legend_handles_labels()
+    if never:
+        handles.append(plt.Line2D([], [], linestyle="none"))
+        labels.append("never within any τ:\n  " + "\n  ".join(never))
+    if handles:
+        ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  borderaxespad=0.0, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -11,8 +11,8 @@ Each finished run appends one row to the results table (CSV, or Parquet by file 
 a rerun skips every (instance sha256, method, backend, seed, time limit) already present,
 so an interrupted benchmark resumes where it stopped.
 
-Gap to best known (column ``gap_to_best``), with the denominator of
-:func:`solver.result.relative_gap`::
+Gap to best known (column ``gap_to_best``): :func:`dlsched.gaps.relative_gap` with the
+objective sense, i.e.::
 
     gap_to_best = (objective − best) / max(|objective|, |best|)   for minimization
     gap_to_best = (best − objective) / max(|objective|, |best|)   for maximization
@@ -55,7 +55,9 @@ import pandas as pd
 
 from dlsched.decision import decision_from_dict
 from dlsched.errors import InputError
+from dlsched.gaps import relative_gap
 from dlsched.instance_io import instance_from_dict
+from dlsched.problems import get_problem
 from dlsched.registry import methods_for
 from dlsched.solve import MethodError, solve
 
@@ -66,7 +68,7 @@ log = logging.getLogger(__name__)
 COLUMNS = (
     "suite", "instance", "instance_sha256", "problem", "sense", "method", "kind", "backend",
     "seed", "time_limit", "status", "objective", "bound", "method_gap", "best_known",
-    "best_known_status", "gap_to_best", "wall_time", "peak_rss_mb", "message",
+    "best_known_status", "gap_to_best", "wall_time", "peak_rss_mb", "metrics", "message",
     "dlsched_version", "solver_versions", "python", "commit", "host", "cores", "parallel",
     "load_avg", "finished_at",
 )
@@ -121,13 +123,7 @@ class Task:
 
 def gap_to_best(objective: float | None, best: float | None, sense: str) -> float | None:
     """Signed relative gap of ``objective`` to the best known ``best`` (module docstring)."""
-    if objective is None or best is None:
-        return None
-    scale = max(abs(objective), abs(best))
-    if scale == 0:
-        return 0.0
-    diff = objective - best if sense == "min" else best - objective
-    return diff / scale
+    return relative_gap(objective, best, "min" if sense == "min" else "max")
 
 
 # ---------------------------------------------------------------------- one run
@@ -144,6 +140,9 @@ def _execute(task: Task) -> dict[str, Any]:
         "method_gap": result.gap, "wall_time": result.wall_time,
         "message": result.message[:500],
         "placements": result.decision.to_dict() if result.decision is not None else None,
+        # what a reader compares (Problem.report_metrics), JSON text in the table
+        "metrics": json.dumps(get_problem(instance.problem).report_metrics(
+            instance, result.decision)) if result.decision is not None else "",
     }
 
 
@@ -392,7 +391,8 @@ def _row(task: Task, outcome: dict[str, Any], env: dict[str, Any], parallel: int
         "best_known_status": task.best_known_status,
         "gap_to_best": gap_to_best(objective, task.best_known, task.sense),
         "wall_time": outcome.get("wall_time"), "peak_rss_mb": outcome.get("peak_rss_mb"),
-        "message": outcome.get("message", ""), "parallel": parallel,
+        "metrics": outcome.get("metrics", ""), "message": outcome.get("message", ""),
+        "parallel": parallel,
         "load_avg": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }

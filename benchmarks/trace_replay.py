@@ -1,84 +1,148 @@
-"""Wall time, peak memory and events per second of replaying the real traces.
+"""Replay a whole real trace in the simulator: CPU time, events per CPU-second, memory.
 
-Replays every ITP cluster (all 69,351 jobs, each cluster sized from its own offered load at
-80 % target utilization) and the whole Philly tail (14,237 jobs) under
+The traces ship with the package (``instances/workloads/``: all ten ITP clusters, the whole
+Philly tail, the Alibaba GPU-sharing tasks), so this runs on a fresh clone::
 
-* ``horus:fifo`` — plain FIFO: exclusive GPUs, the first idle GPUs in cluster order;
-* ``sched2:fifo`` — FIFO with the packing placement of SCHED² Fig. 2;
-* ``sched2:sif`` — shortest ideal time first with packing;
+    python -m dlsched.benchmarks.trace_replay --trace itp --policy fifo --problem sched2
+    python -m dlsched.benchmarks.trace_replay --trace philly --problem horus
+    python -m dlsched.benchmarks.trace_replay --trace alibaba --policy obp
 
-all with the SCHED² locality model (and the Horus interference model, inert here since
-every policy keeps GPUs exclusive). Each (trace, policy) runs in a fresh process so that
-its peak memory (ru_maxrss, which includes loading the trace) is its own.
+ITP clusters are independent: each is replayed on its own cluster (sized from its own
+load) and the figures are summed (jobs, events, CPU) or taken over all jobs (mean JCT =
+end - submit over every job of every cluster; makespan = the largest cluster makespan).
+Alibaba is a Horus workload (fractional GPUs). The speed model is the workload's default
+(``SpeedModel.for_workload``: trace durations are the packed placement's time);
+``--reference ideal`` restores the old reading (duration = ideal time, locality slowdown
+on top) for comparisons.
 
-Run: ``python -m dlsched.benchmarks.trace_replay [--policies sched2:fifo ...] [--out FILE.jsonl]``
+``cpu_s`` is the CPU time of the simulations (process time, loading excluded; loading is
+``load_cpu_s``); ``peak_rss_mb`` is the process's peak resident memory, loading included.
+The last line is one JSON object with the figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
+import os
 import resource
+import sys
 import time
+from collections.abc import Iterator
+from dataclasses import replace
+from importlib import resources
+
+from ..errors import InputError
+from ..instance import Instance
+from ..instance_io import load_instance
+from ..simulate import Policy, SpeedModel, simulate, summary
+
+TRACE_FILES = {
+    "itp": tuple(f"itp-cluster{i:02d}.json.gz" for i in range(1, 11)),
+    "philly": ("philly-tail.json.gz",),
+    "alibaba": ("alibaba-openb-dense.json.gz",),
+}
 
 
-def _replay(trace: str, policy: str, queue) -> None:
-    from dlsched.instances.traces import itp_workloads, philly_workload
-    from dlsched.simulate import SpeedModel, simulate, summary
-    problem, method = policy.split(":")
-    speed = SpeedModel(locality="sched2", interference="horus" if problem == "horus" else None)
-    t0 = time.perf_counter()
-    workloads = (itp_workloads(problem=problem) if trace == "itp"
-                 else {"philly": philly_workload(problem=problem)})
-    load_s = time.perf_counter() - t0
-    out = {"trace": trace, "policy": policy, "load_s": round(load_s, 2), "jobs": 0, "events": 0,
-           "sim_s": 0.0, "gpus": 0, "clusters": len(workloads)}
+def shipped_workloads(trace: str, problem: str) -> dict[str, Instance]:
+    """The whole trace ``trace`` from the package data, as workloads of ``problem``."""
+    return dict(_each_workload(trace, problem))
+
+
+def _each_workload(trace: str, problem: str) -> Iterator[tuple[str, Instance]]:
+    """(name, workload) of ``trace``, loaded one at a time."""
+    if trace not in TRACE_FILES:
+        raise InputError(f"unknown trace {trace!r}", field="--trace",
+                         fix=f"use one of {sorted(TRACE_FILES)}")
+    if trace == "alibaba" and problem != "horus":
+        raise InputError("the Alibaba trace shares GPUs (fractional demands)", field="--problem",
+                         fix="replay it with --problem horus")
+    for name in TRACE_FILES[trace]:
+        ref = resources.files("dlsched.instances").joinpath("workloads", name)
+        with resources.as_file(ref) as path:
+            w = load_instance(path)
+        if w.problem != problem:
+            w = w.replace(problem=problem, params={})
+        yield name.split(".")[0], w
+
+
+def replay(trace: str, problem: str, policy: str, *, reference: str = "default",
+           check: str = "fast") -> dict:
+    """Replay every workload of ``trace``; the figures as a dict (module docstring)."""
+    workloads = _each_workload(trace, problem)  # one cluster in memory at a time
+    load_cpu = 0.0
+    row = {"trace": trace, "problem": problem, "policy": policy, "check": check, "jobs": 0,
+           "events": 0, "policy_calls": 0, "cpu_s": 0.0, "wall_s": 0.0, "gpus": 0}
+    jct_sum = 0.0
+    makespan = 0.0
     per = {}
-    for name, w in workloads.items():
-        run = simulate(w, method, speed, record_events=False)
+    while True:
+        c0 = time.process_time()
+        item = next(workloads, None)
+        load_cpu += time.process_time() - c0
+        if item is None:
+            break
+        name, w = item
+        speed = SpeedModel.for_workload(w)
+        if reference != "default":
+            speed = replace(speed, reference=reference)
+        c, t = time.process_time(), time.perf_counter()
+        run = simulate(w, Policy(policy), speed, record_events=False, check=check)
+        cpu, wall = time.process_time() - c, time.perf_counter() - t
         s = summary(run)
-        out["jobs"] += len(w.jobs)
-        out["events"] += run.event_count
-        out["sim_s"] += run.wall_time
-        out["gpus"] += w.cluster.num_gpus
-        per[name] = {"gpus": w.cluster.num_gpus, "jobs": len(w.jobs),
-                     "jct_mean_h": round(s["jct_mean"] / 3600, 2),
-                     "wait_mean_h": round(s["wait_mean"] / 3600, 2),
-                     "util": round(s["gpu_utilization"], 3), "sim_s": round(run.wall_time, 2)}
-    out["sim_s"] = round(out["sim_s"], 2)
-    out["events_per_s"] = round(out["events"] / out["sim_s"])
-    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-    out["per_cluster"] = per
-    queue.put(out)
+        row["jobs"] += len(w.jobs)
+        row["events"] += run.event_count
+        row["policy_calls"] += run.policy_calls
+        row["cpu_s"] += cpu
+        row["wall_s"] += wall
+        row["gpus"] += w.cluster.num_gpus
+        jct_sum += s["jct_mean"] * s["completed"]
+        makespan = max(makespan, s["makespan"])
+        per[name] = {"gpus": w.cluster.num_gpus, "jobs": len(w.jobs), "events": run.event_count,
+                     "cpu_s": round(cpu, 3), "jct_mean_h": round(s["jct_mean"] / 3600, 3),
+                     "wait_mean_h": round(s["wait_mean"] / 3600, 3),
+                     "makespan_d": round(s["makespan"] / 86400, 3),
+                     "util": round(s["gpu_utilization"], 4),
+                     "frag": round(s["fragmentation_mean"], 4)}
+        del run, w  # before the next cluster loads
+    row["cpu_s"] = round(row["cpu_s"], 3)
+    row["wall_s"] = round(row["wall_s"], 3)
+    row["events_per_cpu_s"] = round(row["events"] / row["cpu_s"]) if row["cpu_s"] else None
+    row["load_cpu_s"] = round(load_cpu, 3)
+    row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    row["jct_mean_s"] = jct_sum / row["jobs"]
+    row["makespan_s"] = makespan
+    row["reference"] = reference
+    row["loadavg_1m"] = round(os.getloadavg()[0], 2)
+    row["per_workload"] = per
+    return row
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policies", nargs="+",
-                        default=["horus:fifo", "sched2:fifo", "sched2:sif"])
-    parser.add_argument("--traces", nargs="+", default=["itp", "philly"])
-    parser.add_argument("--out", default=None, help="write the results as JSON lines")
-    args = parser.parse_args()
-    ctx = mp.get_context("spawn")
-    rows = []
-    for trace in args.traces:
-        for policy in args.policies:
-            q = ctx.Queue()
-            p = ctx.Process(target=_replay, args=(trace, policy, q))
-            p.start()
-            row = q.get()
-            p.join()
-            rows.append(row)
-            brief = {k: v for k, v in row.items() if k != "per_cluster"}
-            print(json.dumps(brief), flush=True)
-            for name, c in row["per_cluster"].items():
-                print(f"   {name}: {json.dumps(c)}", flush=True)
-    if args.out:
-        with open(args.out, "w") as fh:
-            for row in rows:
-                fh.write(json.dumps(row) + "\n")
+    parser.add_argument("--trace", default="itp", choices=sorted(TRACE_FILES))
+    parser.add_argument("--problem", default="sched2", choices=["sched2", "horus"])
+    parser.add_argument("--policy", default="fifo", help="a method of the problem (fifo)")
+    parser.add_argument("--reference", default="default", choices=["default", "ideal", "packed"],
+                        help="duration reading (default: the workload's, i.e. packed)")
+    parser.add_argument("--check", default="fast", choices=["fast", "full"])
+    args = parser.parse_args(argv)
+    try:
+        row = replay(args.trace, args.problem, args.policy, reference=args.reference,
+                     check=args.check)
+    except InputError as exc:
+        print(f"trace_replay: {exc.one_line()}", file=sys.stderr)
+        return 2
+    per = row.pop("per_workload")
+    print(f"{'workload':<22}{'GPUs':>6}{'jobs':>7}{'events':>8}{'CPU s':>8}{'JCT h':>9}"
+          f"{'wait h':>9}{'span d':>8}{'util':>7}{'frag':>7}")
+    for name, p in per.items():
+        print(f"{name:<22}{p['gpus']:>6}{p['jobs']:>7}{p['events']:>8}{p['cpu_s']:>8.2f}"
+              f"{p['jct_mean_h']:>9.2f}{p['wait_mean_h']:>9.2f}{p['makespan_d']:>8.2f}"
+              f"{p['util']:>7.3f}{p['frag']:>7.3f}")
+    print(json.dumps(row), flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,3 +1,3 @@
 """Exact models, one module per problem; importing the package registers them all."""
 
-from . import genie, horus, liquid, offline  # noqa: F401  (each registers its methods)
+from . import genie, horus, inference, inference_edf, liquid, offline  # noqa: F401  (each registers its methods)

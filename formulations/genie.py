@@ -1,4 +1,4 @@
-"""Exact GENIE snapshot model on PuLP (CBC, HiGHS) and CP-SAT.
+"""Exact GENIE snapshot model, written once for every backend (CBC, HiGHS, SCIP, CP-SAT).
 
 Data: waiting tasks j, their allowed shapes k = ⟨a_k, g_k⟩ (``dlsched.problems.genie``),
 servers n with f_n idle GPUs. Only shapes that fit now (at least a_k servers with
@@ -14,10 +14,9 @@ Constraints, in order:
   4. symmetry     for consecutive servers n < n' with f_n = f_n' (interchangeable):
                   used(n) >= used(n'), used(n) = Σ_{j,k} g_k z[j,k,n]
 Objective: max Σ (W · ontime[j,k] + CER[j,k]) · y[j,k], the evaluator's F = W·K + C.
-PuLP minimizes its negation. CP-SAT maximizes W·S·ontime + floor(S·CER) with
-S = ``SCALE`` = 10^6: Σ floor(S·CER) <= S·C_max < S·W keeps the lexicographic order, and a
-solution's real objective exceeds its scaled one / S by less than one unit per started
-task, so the bound returned is (CP-SAT bound + tasks) / S.
+Every backend minimizes its negation −F. CP-SAT (through the backend layer) rounds each
+value W·ontime + CER to 10^-6, half a unit at most per started task, which the returned
+bound absorbs (``rounding_slack``); the objective reported is always the evaluator's.
 
 Concrete GPUs are assigned after solving: tasks in queue order take the lowest-indexed idle
 GPUs of their chosen servers.
@@ -25,24 +24,24 @@ GPUs of their chosen servers.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-import pulp
-from ortools.sat.python import cp_model
+import numpy as np
 
-from dlsched.decision import Decision, Placement
+from dlsched.decision import Decision
+from dlsched.errors import InputError
 from dlsched.instance import Instance
-from dlsched.problems.genie import GenieTable, ShapeOption, free_gpus_by_server, genie_table
+from dlsched.method_support import decision_from_indices, free_gpus_by_server
+from dlsched.problems.genie import GenieTable, ShapeOption, genie_table
 from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.result import Status
 from dlsched.solve import MethodOutput
 
-from .cpsat_backend import SCALE, run_cpsat
-from .cpsat_backend import model_size as cpsat_size
-from .pulp_backend import PULP_BACKENDS, is_one, run_pulp, write_model
-from .pulp_backend import model_size as pulp_size
+from .backend import BACKENDS, Deadline, LinearModel, TimeUp, solver_params
+from .backends import new_model
 
 
 @dataclass(frozen=True)
@@ -67,6 +66,18 @@ def dominated(opt: ShapeOption, row: tuple[ShapeOption, ...]) -> bool:
         for o in row)
 
 
+def dominated_mask(row: tuple[ShapeOption, ...]) -> np.ndarray:
+    """:func:`dominated` for every shape of a row at once (numpy)."""
+    nodes = np.array([o.shape.nodes for o in row])
+    gpn = np.array([o.shape.gpus_per_node for o in row])
+    ontime = np.array([o.on_time for o in row], dtype=float)
+    cer = np.array([o.cer for o in row], dtype=float)
+    other = (nodes[None, :] != nodes[:, None]) | (gpn[None, :] != gpn[:, None])
+    dom = (other & (nodes[None, :] <= nodes[:, None]) & (gpn[None, :] <= gpn[:, None])
+           & (ontime[None, :] >= ontime[:, None]) & (cer[None, :] >= cer[:, None]))
+    return dom.any(axis=1)
+
+
 def genie_data(instance: Instance, *, symmetry: bool = True, prune: bool = True) -> GenieData:
     """Candidate (task, shape) pairs that fit now, their servers, and the symmetric pairs."""
     table = genie_table(instance)
@@ -75,8 +86,9 @@ def genie_data(instance: Instance, *, symmetry: bool = True, prune: bool = True)
     options: dict[tuple[int, int], ShapeOption] = {}
     servers: dict[tuple[int, int], list[int]] = {}
     for j, row in enumerate(table.options):
+        drop = dominated_mask(row) if prune else np.zeros(len(row), dtype=bool)
         for k, opt in enumerate(row):
-            if prune and dominated(opt, row):
+            if drop[k]:
                 continue
             eligible = [n for n, c in enumerate(counts) if c >= opt.shape.gpus_per_node]
             if len(eligible) >= opt.shape.nodes:
@@ -95,9 +107,8 @@ def genie_data(instance: Instance, *, symmetry: bool = True, prune: bool = True)
 
 def _decision(data: GenieData, chosen: dict[int, tuple[int, list[int]]]) -> Decision:
     """GPU ids for the chosen (option, servers) per task, lowest idle GPUs first."""
-    ids = data.instance.cluster.gpu_ids
     left = [list(f) for f in data.free]
-    placements = []
+    placed = []
     for j in sorted(chosen):
         k, nodes = chosen[j]
         g = data.options[j, k].shape.gpus_per_node
@@ -105,8 +116,8 @@ def _decision(data: GenieData, chosen: dict[int, tuple[int, list[int]]]) -> Deci
         for n in sorted(nodes):
             gpus.extend(left[n][:g])
             del left[n][:g]
-        placements.append(Placement(data.instance.jobs[j].id, tuple(ids[x] for x in sorted(gpus))))
-    return Decision.of(placements)
+        placed.append((j, gpus))
+    return decision_from_indices(data.instance, placed)
 
 
 def _value(data: GenieData, key: tuple[int, int]) -> float:
@@ -114,140 +125,121 @@ def _value(data: GenieData, key: tuple[int, int]) -> float:
     return data.table.weight * opt.on_time + opt.cer
 
 
-# --------------------------------------------------------------------------- PuLP
+# --------------------------------------------------------------------------- the model
 @dataclass
-class PulpGenie:
-    prob: pulp.LpProblem
-    y: dict[tuple[int, int], pulp.LpVariable]
-    z: dict[tuple[int, int, int], pulp.LpVariable]
+class GenieModel:
+    """The model on one backend, with its variables."""
+
+    model: LinearModel
+    y: dict[tuple[int, int], Any]
+    z: dict[tuple[int, int, int], Any]
 
 
-def build_pulp(data: GenieData) -> PulpGenie:
-    """The model as a PuLP minimization of −F (constraint families as in the docstring)."""
-    prob = pulp.LpProblem("genie", pulp.LpMinimize)
-    y = {key: prob.add_variable(f"y_{key[0]}_{key[1]}", cat=pulp.LpBinary)
-         for key in data.options}
-    z = {(j, k, n): prob.add_variable(f"z_{j}_{k}_{n}", cat=pulp.LpBinary)
+def build_model(data: GenieData, backend: str, deadline: Deadline | None = None
+                ) -> GenieModel:
+    """The model as a minimization of −F (constraint families as in the module docstring)."""
+    deadline = deadline or Deadline(None)
+    m = new_model(backend, "genie", deadline)
+    y = {key: m.binary(f"y_{key[0]}_{key[1]}") for key in data.options}
+    z = {(j, k, n): m.binary(f"z_{j}_{k}_{n}")
          for (j, k), nodes in data.servers.items() for n in nodes}
     per_job: dict[int, list] = {}
     for (j, _k), var in y.items():
         per_job.setdefault(j, []).append(var)
     for j, vars_ in per_job.items():  # 1. one shape
         if len(vars_) > 1:
-            prob += pulp.lpSum(vars_) <= 1, f"one_{j}"
+            m.at_most_one(vars_, f"one_{j}")
     used: dict[int, list] = {n: [] for n in range(len(data.free))}
     for (j, k), nodes in data.servers.items():  # 2. servers
         shape = data.options[j, k].shape
-        prob += (pulp.lpSum(z[j, k, n] for n in nodes) == shape.nodes * y[j, k],
-                 f"servers_{j}_{k}")
+        m.add([(1, z[j, k, n]) for n in nodes] + [(-shape.nodes, y[j, k])], "==", 0,
+              f"servers_{j}_{k}")
         for n in nodes:
-            used[n].append(shape.gpus_per_node * z[j, k, n])
+            used[n].append((shape.gpus_per_node, z[j, k, n]))
+    deadline.check("building the GENIE model")
     for n, terms in used.items():  # 3. capacity
-        if terms:
-            prob += pulp.lpSum(terms) <= len(data.free[n]), f"cap_{n}"
+        if terms and sum(a for a, _ in terms) > len(data.free[n]):
+            m.add(terms, "<=", len(data.free[n]), f"cap_{n}")
     for a, b in data.symmetric_pairs:  # 4. symmetry
         if used[a] or used[b]:
-            prob += pulp.lpSum(used[a]) - pulp.lpSum(used[b]) >= 0, f"sym_{a}_{b}"
-    prob += -pulp.lpSum(_value(data, key) * var for key, var in y.items())
-    return PulpGenie(prob, y, z)
+            m.add(used[a] + [(-g, v) for g, v in used[b]], ">=", 0, f"sym_{a}_{b}")
+    # −F; CP-SAT rounds each task's value to 10^-6: at most half a unit per started task
+    tasks = len(per_job)
+    m.minimize([(-_value(data, key), var) for key, var in y.items()],
+               rounding_slack=0.5 * tasks)
+    return GenieModel(m, y, z)
 
 
-def _solve_pulp(data: GenieData, backend: str, time_limit: float | None, seed: int
-                ) -> tuple[MethodOutput, dict | None]:
-    t0 = time.perf_counter()
-    model = build_pulp(data)
-    build = time.perf_counter() - t0
-    run = run_pulp(model.prob, backend, time_limit, seed)
-    chosen = None
-    if run.status.has_solution:
-        chosen = {}
-        for (j, k), var in model.y.items():
-            if is_one(var):
-                chosen[j] = (k, [n for n in data.servers[j, k] if is_one(model.z[j, k, n])])
-    bound = None if run.bound is None else -run.bound
-    out = MethodOutput(None, run.status, bound, pulp_size(model.prob), build, run.log,
-                       extra={"solve_time": run.solve_time})
-    return out, chosen
-
-
-# --------------------------------------------------------------------------- CP-SAT
-def build_cpsat(data: GenieData):
-    """The same model for CP-SAT, maximized, coefficients scaled by ``SCALE`` (module doc).
-
-    Returns (model, y, z).
-    """
-    m = cp_model.CpModel()
-    y = {key: m.NewBoolVar(f"y_{key[0]}_{key[1]}") for key in data.options}
-    z = {(j, k, n): m.NewBoolVar(f"z_{j}_{k}_{n}")
-         for (j, k), nodes in data.servers.items() for n in nodes}
-    per_job: dict[int, list] = {}
-    for (j, _k), var in y.items():
-        per_job.setdefault(j, []).append(var)
-    for vars_ in per_job.values():
-        if len(vars_) > 1:
-            m.AddAtMostOne(vars_)
-    used: dict[int, list] = {n: [] for n in range(len(data.free))}
-    for (j, k), nodes in data.servers.items():
-        shape = data.options[j, k].shape
-        m.Add(sum(z[j, k, n] for n in nodes) == shape.nodes * y[j, k])
-        for n in nodes:
-            used[n].append(shape.gpus_per_node * z[j, k, n])
-    for n, terms in used.items():
-        if terms:
-            m.Add(sum(terms) <= len(data.free[n]))
-    for a, b in data.symmetric_pairs:
-        if used[a] or used[b]:
-            m.Add(sum(used[a]) >= sum(used[b]))
-    w_int = round(data.table.weight * SCALE)
-    m.Maximize(sum((w_int * opt.on_time + math.floor(opt.cer * SCALE)) * y[key]
-                   for key, opt in data.options.items()))
-    return m, y, z
-
-
-def _solve_cpsat(data: GenieData, time_limit: float | None, seed: int
-                 ) -> tuple[MethodOutput, dict | None]:
-    t0 = time.perf_counter()
-    model, y, z = build_cpsat(data)
-    build = time.perf_counter() - t0
-    run = run_cpsat(model, time_limit, seed)
-    chosen = None
-    bound = None
-    if run.status.has_solution:
-        chosen = {}
-        for (j, k), var in y.items():
-            if run.solver.Value(var):
-                chosen[j] = (k, [n for n in data.servers[j, k] if run.solver.Value(z[j, k, n])])
-        tasks = len({j for j, _k in data.options})
-        bound = (run.bound + tasks) / SCALE
-    out = MethodOutput(None, run.status, bound, cpsat_size(model), build, run.log,
-                       extra={"solve_time": run.solve_time, "scale": SCALE})
-    return out, chosen
+def _hint_values(data: GenieData, gm: GenieModel, decision: Decision) -> dict[Any, float]:
+    """A warm start from a decision: each started task's shape and servers, where the
+    model has them (other variables 0)."""
+    if not isinstance(decision, Decision):
+        raise InputError("initial_solution is not a Decision", field="initial_solution",
+                         fix="pass a dlsched.Decision, e.g. a heuristic's result.decision")
+    inst = data.instance
+    values: dict[Any, float] = {var: 0.0 for var in (*gm.y.values(), *gm.z.values())}
+    for pl in decision.placements:
+        j = inst.job_index.get(pl.job)
+        gpus = [inst.cluster.gpu_index[g] for g in pl.gpus if g in inst.cluster.gpu_index]
+        if j is None or not gpus:
+            continue
+        nodes = sorted({int(inst.cluster.gpu_node[g]) for g in gpus})
+        per = len(gpus) // len(nodes)
+        for k, opt in enumerate(data.table.options[j]):
+            shape = opt.shape
+            if (j, k) in gm.y and shape.nodes == len(nodes) and shape.gpus_per_node == per:
+                values[gm.y[j, k]] = 1.0
+                for n in nodes:
+                    if (j, k, n) in gm.z:
+                        values[gm.z[j, k, n]] = 1.0
+                break
+    return values
 
 
 def run_exact(instance: Instance, *, backend: str, time_limit: float | None, seed: int = 0,
-              symmetry: bool = True, prune: bool = True, **options) -> MethodOutput:
-    """Solve the GENIE snapshot model (options: ``symmetry``, ``prune``, both on)."""
-    check_options(options, ("symmetry", "prune"))
+              symmetry: bool = True, prune: bool = True, num_workers: int = 1,
+              solver_options: dict | None = None, initial_solution: Decision | None = None,
+              **options) -> MethodOutput:
+    """Solve the GENIE snapshot model (options: ``symmetry``, ``prune``, both on; and
+    ``num_workers``, ``solver_options``, ``initial_solution`` as for every exact method)."""
+    check_options(options)
+    deadline = Deadline(time_limit)
     data = genie_data(instance, symmetry=bool(symmetry), prune=bool(prune))
-    if backend == "cpsat":
-        out, chosen = _solve_cpsat(data, time_limit, seed)
-    else:
-        out, chosen = _solve_pulp(data, backend, time_limit, seed)
-    out.decision = None if chosen is None else _decision(data, chosen)
-    out.extra.update(candidates=len(data.options), symmetric_pairs=len(data.symmetric_pairs),
-                     weight=data.table.weight)
-    return out
+    extra: dict[str, Any] = {"candidates": len(data.options),
+                             "symmetric_pairs": len(data.symmetric_pairs),
+                             "weight": data.table.weight}
+    t0 = time.perf_counter()
+    try:
+        gm = build_model(data, backend, deadline)
+    except TimeUp as exc:
+        return MethodOutput(None, Status.NO_SOLUTION, message=str(exc), extra=extra)
+    if initial_solution is not None:
+        gm.model.hint(_hint_values(data, gm, initial_solution))
+    build = time.perf_counter() - t0
+    run = gm.model.solve(solver_params(deadline, seed, num_workers, solver_options))
+    decision = None
+    if run.status.has_solution:
+        chosen = {}
+        for (j, k), var in gm.y.items():
+            if gm.model.is_one(var):
+                chosen[j] = (k, [n for n in data.servers[j, k]
+                                 if gm.model.is_one(gm.z[j, k, n])])
+        decision = _decision(data, chosen)
+    bound = None if run.bound is None else -run.bound  # an upper bound on F
+    extra["solve_time"] = run.solve_time
+    return MethodOutput(decision, run.status, bound, gm.model.size(), build, run.log,
+                        run.message, extra=extra)
 
 
 def export_model(instance: Instance, path: str | Path, fmt: str) -> None:
-    """Write the PuLP model (a minimization of −F) as an MPS or LP file."""
-    prob = build_pulp(genie_data(instance)).prob
-    write_model(prob, path, fmt)
+    """Write the model (a minimization of −F): ``mps``/``lp`` (PuLP) or ``proto`` (CP-SAT)."""
+    backend = "cpsat" if fmt == "proto" else "cbc"
+    build_model(genie_data(instance), backend).model.write(path, fmt)
 
 
 register_method(MethodSpec(
     problem="genie", name="exact", kind="exact", run=run_exact,
-    backends=(*PULP_BACKENDS, "cpsat"), default_backend="cbc",
+    backends=BACKENDS, default_backend="cbc",
     summary="snapshot model: which tasks start, shapes, servers; max on-time then CER",
     export=export_model,
 ))

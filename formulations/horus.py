@@ -1,59 +1,132 @@
-"""Exact Horus models: the paper's ILP (Eqs. 3-10) on PuLP (CBC, HiGHS) and CP-SAT.
+"""Exact Horus models: the paper's ILP (Eqs. 3-10), written once for every backend.
 
-Variables: x[j,g] = job j gets GPU g; y[j] = job j is placed this round.
+Variables: x[j,g] = job j gets GPU g (candidate pairs only, see below); y[j] = job j is
+placed this round.
 Constraints, in order:
   1. demand       sum_g x[j,g] = RQ_j * y[j]                          (Eq. 4, relaxed by y)
   2. gpu memory   sum_j GMem_j x[j,g] <= CP_mem[g] - UR_mem[g]          (Eq. 5, GMem)
   3. node cpu/ram sum_j sum_{g in n} RQ^r_j x[j,g] <= CP^r_n - UR^r_n   (Eq. 5, CPU and RAM)
+  4. symmetry     interchangeable GPUs (same server, same state, same candidate jobs):
+                  sum_j x[j,g] >= sum_j x[j,g'] for consecutive g < g'
 Objective: sum Cost[j,g] x[j,g] + penalty * sum_j RQ_j (1 - y[j])    (Eq. 3 + unplaced)
 
-The "colocation" cost model adds, per GPU, t[g] >= f(U_g) on the final cumulative
-utilization U_g = UR_g + sum_j GUtil_j x[j,g]. f is convex, so
-    t[g] >= f(UR_g) + sum_j x[j,g] (f(UR_g + GUtil_j) - f(UR_g))
-is valid (convex increments are superadditive) and exact when at most one job lands on g.
-Where a solution stacks two or more jobs on a GPU and t[g] < f(U_g), that GPU gets the
-secants of f between every two consecutive whole percents it can reach, and the model is
-solved again (a cutting-plane loop, warm-started on CP-SAT); with
-whole-percent utilizations the loop ends with t[g] = f(U_g) at the incumbent, which is
-then optimal. CP-SAT uses the same secants through the integer-scaled values of f.
-Every round's bound is a valid bound (each round solves a relaxation).
+**Candidate reduction (exact).** Let D = sum_j RQ_j, the GPU shares the round can place.
+Call a server *tight* when the new jobs could exhaust its free CPU or RAM (sum_j
+min(RQ_j, GPUs of n) * need_j exceeds the room), else *loose*. A share placed on GPU h
+*blocks*, for job j, the GPU h if its server is loose, or the whole server if it is tight.
+Job j's candidates K_j are a prefix of its feasible GPUs (memory and one share of CPU/RAM
+fit) sorted by cost, extended until its *units* — tight servers it touches plus GPUs it
+has on loose servers — reach D (or every feasible GPU is in). Exchange argument: if a
+solution gives j a GPU g outside K_j, the other D - 1 shares block at most D - 1 units, so
+some unit of K_j holds no new share; its candidate c takes j's share alone, exactly as
+before the round, at cost(j, c) <= cost(j, g) (paper model; in the colocation model the
+saving on g is at least cost(j, g) because f is convex). Each move removes one
+non-candidate share, so an optimum over the candidates is an optimum of the full model.
+The certificate per run (``extra["certificate"]``) records D and, per job, its units; the
+reduction starts from the naive D cheapest GPUs and enlarges every job whose units fall
+short (the naive rule is wrong when CPU or RAM binds on a server holding cheap GPUs).
 
-Pairs (j, g) that can never hold (the job's share does not fit the GPU's free memory, or
-its server lacks CPU/RAM for one share) get no variable.
+The "colocation" cost model adds, per GPU that can receive two jobs, t[g] >= w (f(U_g) -
+f(UR_g)) on the final cumulative utilization U_g = UR_g + sum_j GUtil_j x[j,g]. f is convex,
+so t[g] >= w sum_j x[j,g] (f(UR_g + GUtil_j) - f(UR_g)) is valid (convex increments are
+superadditive) and exact when at most one job lands on g. Where a solution stacks two or
+more jobs on a GPU and t[g] under-prices it, that GPU (and every GPU of its class) gets
+the secants of f between consecutive whole percents, and the model is solved again (a
+cutting-plane loop, warm-started from the previous incumbent); with whole-percent
+utilizations the loop ends with t[g] = f(U_g) at the incumbent, which is then optimal.
+Every round's bound is valid (each round solves a relaxation). On CP-SAT the t
+constraints are rounded towards the relaxation, so the bound stays valid, and the solver
+is asked for ``linearization_level`` 2 (its LP then carries the t-rows; 3× faster at
+busy 0.97) unless ``solver_options`` says otherwise.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-import pulp
-from ortools.sat.python import cp_model
 
-from dlsched.decision import Decision, Placement
+from dlsched.decision import Decision
 from dlsched.errors import InputError
 from dlsched.instance import Instance
+from dlsched.method_support import decision_from_indices
 from dlsched.problems.horus import HorusCosts, horus_costs
 from dlsched.registry import MethodSpec, check_options, register_method
-from dlsched.result import Status
+from dlsched.result import ModelSize, Status
 from dlsched.solve import MethodOutput
-from dlsched.state import EPS, ClusterState
+from dlsched.state import EPS
 
-from .cpsat_backend import SCALE, run_cpsat
-from .cpsat_backend import model_size as cpsat_size
-from .pulp_backend import PULP_BACKENDS, is_one, run_pulp, write_model
-from .pulp_backend import model_size as pulp_size
+from .backend import (
+    BACKENDS,
+    Deadline,
+    LinearModel,
+    SolveRun,
+    TimeUp,
+    solver_params,
+)
+from .backends import new_model
 
 CutPoints = dict[int, set[int]]
 """GPU index → whole percents at which the colocation model must equal f exactly."""
 
 
 @dataclass(frozen=True)
+class Certificate:
+    """Why the candidate pairs suffice (module docstring): one entry per job."""
+
+    demand: int  # D, the GPU shares the round can place
+    units: tuple[int, ...]  # per job: tight servers + loose-server GPUs among candidates
+    complete: tuple[bool, ...]  # per job: every feasible GPU is a candidate
+    prefix: tuple[bool, ...]  # per job: no non-candidate is cheaper than a candidate
+    enlarged: tuple[int, ...]  # jobs whose naive D cheapest GPUs were not enough
+    candidate_pairs: int
+    feasible_pairs: int
+
+    @property
+    def failing(self) -> tuple[int, ...]:
+        """Jobs for which the exchange argument does not hold."""
+        return tuple(j for j, (u, c, p) in enumerate(
+            zip(self.units, self.complete, self.prefix, strict=True))
+            if not (c or (p and u >= self.demand)))
+
+    @property
+    def holds(self) -> bool:
+        return not self.failing
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"demand": self.demand, "holds": self.holds, "enlarged_jobs": len(self.enlarged),
+                "candidate_pairs": self.candidate_pairs, "feasible_pairs": self.feasible_pairs,
+                "min_units": min(self.units, default=0)}
+
+
+def certify(instance: Instance, costs: HorusCosts, feasible: np.ndarray, tight: np.ndarray,
+            pairs: list[tuple[int, int]], enlarged: tuple[int, ...] = ()) -> Certificate:
+    """Check the exchange argument for any candidate pairs (module docstring)."""
+    node_of = instance.cluster.gpu_node
+    demand = int(sum(j.num_gpus for j in instance.jobs))
+    chosen: dict[int, list[int]] = {j: [] for j in range(len(instance.jobs))}
+    for j, g in pairs:
+        chosen[j].append(g)
+    units, complete, prefix = [], [], []
+    for j, gpus in chosen.items():
+        mask = np.zeros(feasible.shape[1], dtype=bool)
+        mask[gpus] = True
+        rest = feasible[j] & ~mask
+        units.append(_units(np.asarray(gpus, dtype=np.int64), node_of, tight))
+        complete.append(not rest.any())
+        worst = costs.cost[j, gpus].max() if gpus else -np.inf
+        prefix.append(bool(not rest.any() or worst <= costs.cost[j, rest].min()))
+    return Certificate(demand, tuple(units), tuple(complete), tuple(prefix), tuple(enlarged),
+                       len(pairs), int(feasible.sum()))
+
+
+@dataclass(frozen=True)
 class HorusData:
-    """Model input shared by both backends."""
+    """Model input shared by every backend."""
 
     instance: Instance
     costs: HorusCosts
@@ -63,24 +136,142 @@ class HorusData:
     free_ram: np.ndarray
     colocation: bool
     util_hi: np.ndarray  # [G] largest reachable cumulative utilization (percent)
+    certificate: Certificate
+    symmetric: list[tuple[int, int]] = field(default_factory=list)  # consecutive twins
 
 
-def horus_data(instance: Instance) -> HorusData:
-    """Candidate pairs, free capacities and (for colocation) utilization ranges."""
+# --------------------------------------------------------------------------- data
+def feasible_matrix(instance: Instance, costs: HorusCosts) -> np.ndarray:
+    """[J, G]: one share of job j fits GPU g alone (memory, and CPU/RAM of its server)."""
+    c = instance.cluster
+    util, mem = instance.gpu_usage
+    cpu, ram = instance.node_usage
+    free_mem = c.gpu_mem_gb - mem
+    jobs = instance.jobs
+    need_mem = np.array([j.gpu_mem_gb or 0.0 for j in jobs], dtype=float)
+    fits = (free_mem[None, :] >= need_mem[:, None] - EPS) & np.isfinite(costs.cost)
+    room = np.ones((len(jobs), c.num_nodes), dtype=bool)
+    for free, attr in ((c.node_cpu - cpu, "cpu_per_gpu"), (c.node_ram_gb - ram, "ram_gb_per_gpu")):
+        need = np.array([getattr(j, attr) for j in jobs], dtype=float)
+        room &= free[None, :] + EPS >= need[:, None]
+    return fits & room[:, c.gpu_node]
+
+
+def tight_servers(instance: Instance, free_cpu: np.ndarray, free_ram: np.ndarray) -> np.ndarray:
+    """[N] True where the round's new jobs could exhaust the server's free CPU or RAM."""
+    c = instance.cluster
+    per_node = np.bincount(c.gpu_node, minlength=c.num_nodes)
+    tight = np.zeros(c.num_nodes, dtype=bool)
+    for free, attr in ((free_cpu, "cpu_per_gpu"), (free_ram, "ram_gb_per_gpu")):
+        load = np.zeros(c.num_nodes)
+        for job in instance.jobs:
+            load += np.minimum(job.num_gpus, per_node) * getattr(job, attr)
+        tight |= load > free + EPS
+    return tight
+
+
+def _units(gpus: np.ndarray, node_of: np.ndarray, tight: np.ndarray) -> int:
+    nodes = node_of[gpus]
+    on_tight = tight[nodes]
+    return int(len(np.unique(nodes[on_tight])) + np.count_nonzero(~on_tight))
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The (job, GPU) pairs that get a variable, and why they suffice."""
+
+    pairs: list[tuple[int, int]]
+    certificate: Certificate
+
+
+def candidate_pairs(instance: Instance, costs: HorusCosts, feasible: np.ndarray,
+                    tight: np.ndarray, *, reduce: bool = True) -> Candidates:
+    """Per job, the cheapest feasible GPUs whose units reach D (module docstring).
+
+    Starts from the naive D cheapest (ties: spread over servers) and enlarges a job's
+    prefix until the certificate holds for it. ``reduce=False`` keeps every feasible pair.
+    """
+    node_of = instance.cluster.gpu_node
+    demand = int(sum(j.num_gpus for j in instance.jobs))
+    pairs: list[tuple[int, int]] = []
+    enlarged = []
+    for j in range(len(instance.jobs)):
+        gpus = np.flatnonzero(feasible[j])
+        if not reduce or len(gpus) <= demand:
+            pairs.extend((j, int(g)) for g in gpus)
+            continue
+        # by cost; ties: first GPU of each server before second ones (spreads servers)
+        cost = costs.cost[j, gpus]
+        rank = _rank_within_server(gpus, cost, node_of)
+        order = gpus[np.lexsort((gpus, rank, cost))]
+        size = demand
+        if _units(order[:size], node_of, tight) < demand:
+            enlarged.append(j)
+            while size < len(order) and _units(order[:size], node_of, tight) < demand:
+                size = min(len(order), size + max(demand, size // 2))
+            lo, hi = demand, size  # the shortest prefix that holds
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if _units(order[:mid], node_of, tight) >= demand:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            size = hi
+        pairs.extend((j, int(g)) for g in np.sort(order[:size]))
+    return Candidates(pairs, certify(instance, costs, feasible, tight, pairs, tuple(enlarged)))
+
+
+def _rank_within_server(gpus: np.ndarray, cost: np.ndarray, node_of: np.ndarray) -> np.ndarray:
+    """0 for a server's cheapest listed GPU, 1 for its second, … (ties by index)."""
+    order = np.lexsort((gpus, cost, node_of[gpus]))
+    nodes = node_of[gpus][order]
+    start = np.r_[0, np.flatnonzero(np.diff(nodes)) + 1]
+    run = np.arange(len(order)) - np.repeat(start, np.diff(np.r_[start, len(order)]))
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = run
+    return rank
+
+
+def _twins(instance: Instance, pairs: list[tuple[int, int]], free_mem: np.ndarray
+           ) -> list[tuple[int, int]]:
+    """Consecutive interchangeable GPUs: same server, type, capacity, use, candidate jobs."""
+    c = instance.cluster
+    util, mem = instance.gpu_usage
+    jobs_of: dict[int, list[int]] = {}
+    for j, g in pairs:
+        jobs_of.setdefault(g, []).append(j)
+    classes: dict[tuple, list[int]] = {}
+    for g, js in jobs_of.items():
+        key = (int(c.gpu_node[g]), c.gpu_type[g], float(c.gpu_mem_gb[g]), float(util[g]),
+               float(mem[g]), tuple(js))
+        classes.setdefault(key, []).append(g)
+    out = []
+    for members in classes.values():
+        members.sort()
+        out.extend(zip(members, members[1:], strict=False))
+    return out
+
+
+def horus_data(instance: Instance, *, reduce: bool = True, symmetry: bool = True
+               ) -> HorusData:
+    """Candidate pairs with their certificate, free capacities, utilization ranges."""
     costs = horus_costs(instance)
-    state = ClusterState.of(instance)
-    pairs = []
-    for j, job in enumerate(instance.jobs):
-        fits = state.gpu_fits(job) & np.isfinite(costs.cost[j])
-        room = state.node_room(job)[instance.cluster.gpu_node] >= 1
-        pairs.extend((j, int(g)) for g in np.flatnonzero(fits & room))
+    c = instance.cluster
+    util, mem = instance.gpu_usage
+    cpu, ram = instance.node_usage
+    free_mem, free_cpu, free_ram = c.gpu_mem_gb - mem, c.node_cpu - cpu, c.node_ram_gb - ram
+    feasible = feasible_matrix(instance, costs)
+    tight = tight_servers(instance, free_cpu, free_ram)
+    chosen = candidate_pairs(instance, costs, feasible, tight, reduce=reduce)
+    pairs, cert = chosen.pairs, chosen.certificate
     colocation = costs.params.cost_model == "colocation"
     util_hi = costs.base_util.copy()
     if colocation:
         _require_whole_percents(costs)
-        util_hi = _reachable_util(instance, costs, pairs, state.free_mem)
-    return HorusData(instance, costs, pairs, state.free_mem, state.free_cpu, state.free_ram,
-                     colocation, util_hi)
+        util_hi = _reachable_util(instance, costs, pairs, free_mem)
+    twins = _twins(instance, pairs, free_mem) if symmetry else []
+    return HorusData(instance, costs, pairs, free_mem, free_cpu, free_ram, colocation,
+                     util_hi, cert, twins)
 
 
 def _require_whole_percents(costs: HorusCosts) -> None:
@@ -114,15 +305,6 @@ def _reachable_util(instance, costs, pairs, free_mem) -> np.ndarray:
     return hi
 
 
-def _group(data: HorusData, x: dict) -> tuple[dict[int, list], dict[int, list]]:
-    by_job: dict[int, list] = {j: [] for j in range(len(data.instance.jobs))}
-    by_gpu: dict[int, list] = {}
-    for (j, g), var in x.items():
-        by_job[j].append(var)
-        by_gpu.setdefault(g, []).append((j, var))
-    return by_job, by_gpu
-
-
 def _mem_part(costs: HorusCosts, j: int, g: int) -> float:
     """w_mem * memory ratio: the paper cost minus its interference part."""
     return float(costs.cost[j, g] - costs.params.w_util * costs.f(
@@ -138,13 +320,6 @@ def _secant(costs: HorusCosts, g: int, k: int) -> tuple[float, float]:
     """Slope and intercept (per percent) of f's secant through k and k + 1 percent."""
     a, b = costs.f(g, k), costs.f(g, k + 1)
     return b - a, a - (b - a) * k
-
-
-def _decision_from(inst: Instance, chosen: dict[int, list[int]]) -> Decision:
-    ids = inst.cluster.gpu_ids
-    return Decision.of(
-        Placement(inst.jobs[j].id, tuple(ids[g] for g in sorted(gpus)))
-        for j, gpus in sorted(chosen.items()))
 
 
 def initial_cut_points(data: HorusData) -> CutPoints:
@@ -179,7 +354,7 @@ def _violated_points(data: HorusData, chosen: dict[int, list[int]], t_value,
     points: set[tuple[str, float, int]] = set()
     for g, util in stacked.items():
         k = int(round(util))
-        if count[g] >= 2 and t_value(g) < costs.f(g, k) - 1e-7:
+        if count[g] >= 2 and t_value(g) < costs.f(g, k) - 1e-6:
             points.add((data.instance.cluster.gpu_type[g], float(costs.base_util[g]), k))
     new: CutPoints = {}
     if not points:
@@ -193,31 +368,40 @@ def _violated_points(data: HorusData, chosen: dict[int, list[int]], t_value,
     return new
 
 
-# --------------------------------------------------------------------------- PuLP
+# --------------------------------------------------------------------------- the model
 @dataclass
-class PulpHorus:
-    prob: pulp.LpProblem
-    x: dict[tuple[int, int], pulp.LpVariable]
-    y: list[pulp.LpVariable]
-    t: dict[int, pulp.LpVariable]
+class HorusModel:
+    """The model on one backend, with its variables."""
+
+    model: LinearModel
+    x: dict[tuple[int, int], Any]
+    y: list[Any]
+    t: dict[int, Any]
 
 
-def build_pulp(data: HorusData, cuts: CutPoints | None = None) -> PulpHorus:
-    """The ILP as a PuLP problem (constraint families in the module docstring's order)."""
+def build_model(data: HorusData, backend: str, cuts: CutPoints | None = None,
+                deadline: Deadline | None = None) -> HorusModel:
+    """The ILP on ``backend`` (constraint families in the module docstring's order)."""
     inst, costs = data.instance, data.costs
+    deadline = deadline or Deadline(None)
     cuts = cuts or {}
-    prob = pulp.LpProblem("horus", pulp.LpMinimize)
-    x = {(j, g): prob.add_variable(f"x_{j}_{g}", cat=pulp.LpBinary) for j, g in data.pairs}
-    y = [prob.add_variable(f"y_{j}", cat=pulp.LpBinary) for j in range(len(inst.jobs))]
-    by_job, by_gpu = _group(data, x)
+    m = new_model(backend, "horus", deadline)
+    x = {(j, g): m.binary(f"x_{j}_{g}") for j, g in data.pairs}
+    y = [m.binary(f"y_{j}") for j in range(len(inst.jobs))]
+    by_job: dict[int, list] = {j: [] for j in range(len(inst.jobs))}
+    by_gpu: dict[int, list] = {}
+    for (j, g), var in x.items():
+        by_job[j].append(var)
+        by_gpu.setdefault(g, []).append((j, var))
     # 1. demand
     for j, job in enumerate(inst.jobs):
-        prob += pulp.lpSum(by_job[j]) == job.num_gpus * y[j], f"demand_{j}"
-    # 2. GPU memory (only where two or more jobs compete)
+        m.add([(1, v) for v in by_job[j]] + [(-job.num_gpus, y[j])], "==", 0, f"demand_{j}")
+    deadline.check("building the Horus model")
+    # 2. GPU memory (only where two or more jobs compete and could overflow)
     for g, items in by_gpu.items():
-        if len(items) > 1:
-            prob += (pulp.lpSum(inst.jobs[j].gpu_mem_gb * v for j, v in items)
-                     <= data.free_mem[g] + EPS, f"gmem_{g}")
+        need = [(inst.jobs[j].gpu_mem_gb, v) for j, v in items]
+        if len(items) > 1 and sum(a for a, _ in need) > data.free_mem[g] + EPS:
+            m.add(need, "<=", data.free_mem[g] + EPS, f"gmem_{g}")
     # 3. server CPU and RAM
     node_of = inst.cluster.gpu_node
     for attr, free, tag in (("cpu_per_gpu", data.free_cpu, "cpu"),
@@ -226,212 +410,181 @@ def build_pulp(data: HorusData, cuts: CutPoints | None = None) -> PulpHorus:
         for (j, g), var in x.items():
             need = getattr(inst.jobs[j], attr)
             if need > 0:
-                per_node.setdefault(int(node_of[g]), []).append(need * var)
+                per_node.setdefault(int(node_of[g]), []).append((need, var))
         for n, terms in per_node.items():
-            if len(terms) > 1:
-                prob += pulp.lpSum(terms) <= free[n] + EPS, f"{tag}_{n}"
-    penalty = pulp.lpSum(costs.penalty * job.num_gpus * (1 - y[j])
-                         for j, job in enumerate(inst.jobs))
-    t: dict[int, pulp.LpVariable] = {}
+            if len(terms) > 1 and sum(a for a, _ in terms) > free[n] + EPS:
+                m.add(terms, "<=", free[n] + EPS, f"{tag}_{n}")
+    deadline.check("building the Horus model")
+    # 4. symmetry between interchangeable GPUs
+    for a, b in data.symmetric:
+        m.add([(1, v) for _, v in by_gpu[a]] + [(-1, v) for _, v in by_gpu[b]], ">=", 0,
+              f"sym_{a}_{b}")
+    # objective: placement cost + penalty per GPU request left waiting
+    requests = int(sum(job.num_gpus for job in inst.jobs))
+    penalty_const = costs.penalty * requests
+    penalty = [(-costs.penalty * job.num_gpus, y[j]) for j, job in enumerate(inst.jobs)]
+    slack = 0.5 * (requests + len(inst.jobs))  # CP-SAT: half a unit per active term
+    t: dict[int, Any] = {}
     if not data.colocation:
-        prob += pulp.lpSum(costs.cost[j, g] * v for (j, g), v in x.items()) + penalty
-        return PulpHorus(prob, x, y, t)
-    # colocation: t[g] >= f(U_g), by the increment bound and the secants found so far
+        terms = [(float(costs.cost[j, g]), v) for (j, g), v in x.items()]
+        m.minimize(terms + penalty, penalty_const, rounding_slack=slack)
+        return HorusModel(m, x, y, t)
+    # colocation: t[g] >= w (f(U_g) - f(UR_g)), by the increment bound and the secants
     w = costs.params.w_util
-    terms = [(_mem_part(costs, j, g) + costs.base_interference[g]) * v for (j, g), v in x.items()]
+    terms = [(_mem_part(costs, j, g) + costs.base_interference[g], v) for (j, g), v in x.items()]
     for g, items in by_gpu.items():
-        if len(items) < 2:  # one job at most: the paper's cost is exact
-            terms.extend(w * _increment(costs, j, g) * v for j, v in items)
+        if len(items) < 2 or w == 0:  # one job at most: the paper's cost is exact
+            terms.extend((w * _increment(costs, j, g), v) for j, v in items)
             continue
-        t[g] = prob.add_variable(f"t_{g}", lowBound=0)
+        t[g] = m.continuous(f"t_{g}", lb=0.0)
+        m.add([(1, t[g])] + [(-w * _increment(costs, j, g), v) for j, v in items], ">=", 0.0,
+              f"finc_{g}", relax=True)
         base = costs.f(g, costs.base_util[g])
-        prob += t[g] >= base + pulp.lpSum(_increment(costs, j, g) * v for j, v in items), \
-            f"finc_{g}"
-        util = costs.base_util[g] + pulp.lpSum(costs.job_util[j] * v for j, v in items)
         for k in sorted(cuts.get(g, ())):
             slope, intercept = _secant(costs, g, k)
-            prob += t[g] >= slope * util + intercept, f"fsec_{g}_{k}"
-        terms.append(w * (t[g] - base))
-    prob += pulp.lpSum(terms) + penalty
-    return PulpHorus(prob, x, y, t)
+            rhs = w * (slope * costs.base_util[g] + intercept - base)
+            m.add([(1, t[g])] + [(-w * slope * costs.job_util[j], v) for j, v in items], ">=",
+                  rhs, f"fsec_{g}_{k}", relax=True)
+        terms.append((1, t[g]))
+    # CP-SAT rounds the t constraints towards the relaxation (below), so only the
+    # objective's own rounding needs the slack
+    m.minimize(terms + penalty, penalty_const, rounding_slack=slack + 0.5 * len(t))
+    return HorusModel(m, x, y, t)
 
 
-def solve_pulp(data: HorusData, backend: str, deadline: float | None, seed: int,
-               cuts: CutPoints) -> tuple[MethodOutput, dict[int, list[int]] | None, CutPoints]:
-    """One round: build, solve, and list the colocation points the incumbent violates."""
+@dataclass(frozen=True)
+class RoundOutcome:
+    """One solve of the cutting-plane loop."""
+
+    run: SolveRun
+    size: ModelSize
+    build_time: float
+    chosen: dict[int, list[int]] | None
+    new_points: CutPoints
+
+
+def solve_round(data: HorusData, backend: str, cuts: CutPoints, deadline: Deadline,
+                seed: int, hint: dict[int, list[int]] | None, num_workers: int = 1,
+                solver_options: dict | None = None) -> RoundOutcome:
+    """Build, warm-start from ``hint``, solve, and list the points the incumbent violates."""
     t0 = time.perf_counter()
-    model = build_pulp(data, cuts)
+    hm = build_model(data, backend, cuts, deadline)
+    if hint is not None:
+        hm.model.hint(_hint_values(hm, hint))
     build = time.perf_counter() - t0
-    run = run_pulp(model.prob, backend, _remaining(deadline), seed)
+    run = hm.model.solve(solver_params(deadline, seed, num_workers, solver_options))
     chosen = None
     new: CutPoints = {}
     if run.status.has_solution:
-        chosen = {j: [] for j, yj in enumerate(model.y) if is_one(yj)}
-        for (j, g), var in model.x.items():
-            if is_one(var) and j in chosen:
+        chosen = {j: [] for j, yj in enumerate(hm.y) if hm.model.is_one(yj)}
+        for (j, g), var in hm.x.items():
+            if j in chosen and hm.model.is_one(var):
                 chosen[j].append(g)
-        if data.colocation:
-            new = _violated_points(data, chosen, lambda g: model.t[g].value() or 0.0, cuts)
-    out = MethodOutput(None, run.status, run.bound, pulp_size(model.prob), build, run.log,
-                       extra={"solve_time": run.solve_time})
-    return out, chosen, new
-
-
-# --------------------------------------------------------------------------- CP-SAT
-def build_cpsat(data: HorusData, cuts: CutPoints | None = None,
-                hint: dict[int, list[int]] | None = None):
-    """The same model for CP-SAT, costs scaled by ``SCALE`` and rounded.
-
-    Returns (model, x, y, t, slack) where ``slack`` bounds, in scaled units, how far the
-    rounded objective of any solution can sit from its real objective × SCALE.
-    """
-    inst, costs = data.instance, data.costs
-    cuts = cuts or {}
-    m = cp_model.CpModel()
-    x = {(j, g): m.NewBoolVar(f"x_{j}_{g}") for j, g in data.pairs}
-    y = [m.NewBoolVar(f"y_{j}") for j in range(len(inst.jobs))]
-    by_job, by_gpu = _group(data, x)
-    if hint is not None:  # the previous round's incumbent stays feasible: start from it
-        on = {(j, g) for j, gpus in hint.items() for g in gpus}
-        for key, var in x.items():
-            m.AddHint(var, key in on)
-        for j, var in enumerate(y):
-            m.AddHint(var, j in hint)
-    for j, job in enumerate(inst.jobs):
-        m.Add(sum(by_job[j]) == job.num_gpus * y[j])
-    # capacities are real numbers: scale both sides, demands rounded up, room rounded down
-    for g, items in by_gpu.items():
-        if len(items) > 1:
-            m.Add(sum(_scaled_up(inst.jobs[j].gpu_mem_gb) * v for j, v in items)
-                  <= _scaled_down(data.free_mem[g]))
-    node_of = inst.cluster.gpu_node
-    for attr, free in (("cpu_per_gpu", data.free_cpu), ("ram_gb_per_gpu", data.free_ram)):
-        per_node: dict[int, list] = {}
-        for (j, g), var in x.items():
-            need = getattr(inst.jobs[j], attr)
-            if need > 0:
-                per_node.setdefault(int(node_of[g]), []).append(_scaled_up(need) * var)
-        for n, terms in per_node.items():
-            if len(terms) > 1:
-                m.Add(sum(terms) <= _scaled_down(free[n]))
-    requests = int(sum(job.num_gpus for job in inst.jobs))
-    penalty = [round(SCALE * costs.penalty) * job.num_gpus * (1 - y[j])
-               for j, job in enumerate(inst.jobs)]
-    t: dict[int, cp_model.IntVar] = {}
-    if not data.colocation:
-        obj = [round(SCALE * costs.cost[j, g]) * v for (j, g), v in x.items()]
-        m.Minimize(sum(obj) + sum(penalty))
-        return m, x, y, t, 0.5 * requests
-    w = costs.params.w_util
-    obj = [round(SCALE * (_mem_part(costs, j, g) + costs.base_interference[g])) * v
-           for (j, g), v in x.items()]
-    for g, items in by_gpu.items():
-        incr = [(round(SCALE * w * _increment(costs, j, g)), v) for j, v in items]
-        if len(items) < 2:
-            obj.extend(c * v for c, v in incr)
-            continue
-        lo, hi = int(round(costs.base_util[g])), int(data.util_hi[g])
-        top = round(SCALE * w * (costs.f(g, hi + 1) - costs.f(g, lo))) + 1
-        t[g] = m.NewIntVar(0, top, f"t_{g}")
-        m.Add(t[g] >= sum(c * v for c, v in incr))
-        added = sum(int(round(costs.job_util[j])) * v for j, v in items)  # U_g - UR_g
-        for k in sorted(cuts.get(g, ())):
-            # secant through the rounded values at k and k + 1: integer slope and intercept
-            f_k = round(SCALE * w * (costs.f(g, k) - costs.f(g, lo)))
-            f_k1 = round(SCALE * w * (costs.f(g, k + 1) - costs.f(g, lo)))
-            m.Add(t[g] >= (f_k1 - f_k) * (added + lo - k) + f_k)
-        obj.append(t[g])
-    m.Minimize(sum(obj) + sum(penalty))
-    # rounding: half a unit per cost and per increment of a GPU share, and up to one unit
-    # per secant of the rounded (not exactly convex) values on each GPU
-    return m, x, y, t, 2.0 * requests
-
-
-def _scaled_up(value: float) -> int:
-    return math.ceil(value * SCALE - 1e-6)
-
-
-def _scaled_down(value: float) -> int:
-    return math.floor(value * SCALE + 1e-6)
-
-
-def solve_cpsat(data: HorusData, deadline: float | None, seed: int, cuts: CutPoints,
-                hint: dict[int, list[int]] | None = None
-                ) -> tuple[MethodOutput, dict[int, list[int]] | None, CutPoints]:
-    t0 = time.perf_counter()
-    model, x, y, t, slack = build_cpsat(data, cuts, hint)
-    build = time.perf_counter() - t0
-    run = run_cpsat(model, _remaining(deadline), seed)
-    chosen = None
-    bound = None
-    new: CutPoints = {}
-    if run.status.has_solution:
-        chosen = {j: [] for j, yj in enumerate(y) if run.solver.Value(yj)}
-        for (j, g), var in x.items():
-            if run.solver.Value(var) and j in chosen:
-                chosen[j].append(g)
-        bound = (run.bound - slack) / SCALE
         if data.colocation:
             w = data.costs.params.w_util
 
             def t_real(g: int) -> float:
                 base = data.costs.f(g, data.costs.base_util[g])
-                return base + run.solver.Value(t[g]) / (SCALE * w) if w else float("inf")
+                return base + hm.model.value(hm.t[g]) / w if g in hm.t else float("inf")
 
             new = _violated_points(data, chosen, t_real, cuts)
-    out = MethodOutput(None, run.status, bound, cpsat_size(model), build, run.log,
-                       extra={"solve_time": run.solve_time, "scale": SCALE})
-    return out, chosen, new
+    return RoundOutcome(run, hm.model.size(), build, chosen, new)
 
 
-def _remaining(deadline: float | None) -> float | None:
-    if deadline is None:
-        return None
-    return max(0.01, deadline - time.perf_counter())
+def _hint_values(hm: HorusModel, chosen: dict[int, list[int]]) -> dict[Any, float]:
+    on = {(j, g) for j, gpus in chosen.items() for g in gpus}
+    values: dict[Any, float] = {var: float(key in on) for key, var in hm.x.items()}
+    values.update({var: float(j in chosen) for j, var in enumerate(hm.y)})
+    return values
 
 
-def run_exact(instance: Instance, *, backend: str, time_limit: float | None, seed: int = 0,
-              **options) -> MethodOutput:
-    """Solve the Horus model; for the colocation cost model, a cutting-plane loop."""
-    check_options(options)
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
-    data = horus_data(instance)
-    cuts: CutPoints = initial_cut_points(data) if data.colocation else {}
-    rounds = build_time = solve_time = 0.0
-    chosen = None
-    while True:
-        rounds += 1
-        if backend == "cpsat":
-            out, chosen, new = solve_cpsat(data, deadline, seed, cuts, hint=chosen)
-        else:
-            out, chosen, new = solve_pulp(data, backend, deadline, seed, cuts)
-        build_time += out.build_time or 0.0
-        solve_time += out.extra["solve_time"]
-        out_of_time = deadline is not None and time.perf_counter() >= deadline
-        if chosen is None or not new or out_of_time:
-            break
-        for g, points in new.items():
-            cuts.setdefault(g, set()).update(points)
-    status = out.status
-    if new:  # the incumbent is feasible but the model under-priced it: no proof
-        status = Status.FEASIBLE
-    out.decision = None if chosen is None else _decision_from(instance, chosen)
-    out.status = status
-    out.build_time = build_time
-    out.extra.update(solve_time=solve_time, rounds=int(rounds),
-                     cut_points=sum(len(v) for v in cuts.values()))
+def _chosen_from(instance: Instance, decision: Decision) -> dict[int, list[int]]:
+    """A warm start in model indices (jobs and GPUs the instance knows)."""
+    if not isinstance(decision, Decision):
+        raise InputError("initial_solution is not a Decision", field="initial_solution",
+                         fix="pass a dlsched.Decision, e.g. the greedy's result.decision")
+    out: dict[int, list[int]] = {}
+    for pl in decision.placements:
+        j = instance.job_index.get(pl.job)
+        if j is None:
+            continue
+        out[j] = [instance.cluster.gpu_index[g] for g in pl.gpus
+                  if g in instance.cluster.gpu_index]
     return out
 
 
+def _decision_from(inst: Instance, chosen: dict[int, list[int]]) -> Decision:
+    return decision_from_indices(inst, sorted(chosen.items()))
+
+
+def run_exact(instance: Instance, *, backend: str, time_limit: float | None, seed: int = 0,
+              num_workers: int = 1, solver_options: dict | None = None,
+              initial_solution: Decision | None = None, reduce: bool = True,
+              symmetry: bool = True, **options) -> MethodOutput:
+    """Solve the Horus model; for the colocation cost model, a cutting-plane loop.
+
+    Options: ``reduce`` (exact candidate reduction) and ``symmetry`` (GPU twins), both on;
+    ``num_workers``, ``solver_options`` and ``initial_solution`` (a Decision used as a
+    warm start) as for every exact method.
+    """
+    check_options(options)
+    deadline = Deadline(time_limit)
+    data = horus_data(instance, reduce=bool(reduce), symmetry=bool(symmetry))
+    if backend == "cpsat" and data.colocation:  # its LP carries the t-rows' bound
+        solver_options = {"linearization_level": 2, **(solver_options or {})}
+    cuts: CutPoints = initial_cut_points(data) if data.colocation else {}
+    hint = None if initial_solution is None else _chosen_from(instance, initial_solution)
+    rounds = 0
+    build_time = solve_time = 0.0
+    last: RoundOutcome | None = None  # the latest round that found a solution
+    status, message = Status.NO_SOLUTION, ""
+    try:
+        while True:
+            rounds += 1
+            outcome = solve_round(data, backend, cuts, deadline, seed, hint, num_workers,
+                                  solver_options)
+            build_time += outcome.build_time
+            solve_time += outcome.run.solve_time
+            status = outcome.run.status
+            if outcome.chosen is None:
+                message = outcome.run.message
+                break
+            last, hint = outcome, outcome.chosen
+            if not outcome.new_points or deadline.expired():
+                break
+            for g, points in outcome.new_points.items():
+                cuts.setdefault(g, set()).update(points)
+    except TimeUp as exc:
+        status, message = Status.NO_SOLUTION, str(exc)
+    if last is not None and (last.new_points or status is not Status.OPTIMAL):
+        # the incumbent is feasible but unproven (under-priced, or the time ran out)
+        status = Status.FEASIBLE
+    if not data.certificate.holds:  # never: the enlargement makes it hold; kept as a guard
+        raise RuntimeError("Horus candidate certificate does not hold")
+    extra = {"solve_time": solve_time, "rounds": rounds,
+             "cut_points": sum(len(v) for v in cuts.values()),
+             "certificate": data.certificate.to_dict()}
+    if last is None:
+        return MethodOutput(None, status, None, None, build_time, message=message, extra=extra)
+    return MethodOutput(_decision_from(instance, last.chosen), status, last.run.bound,
+                        last.size, build_time, last.run.log, message, extra)
+
+
 def export_model(instance: Instance, path: str | Path, fmt: str) -> None:
-    """Write the PuLP model as an MPS or LP file (colocation: its first round)."""
-    prob = build_pulp(horus_data(instance)).prob
-    write_model(prob, path, fmt)
+    """Write the model: ``mps``/``lp`` (PuLP) or ``proto`` (CP-SAT text); colocation: its
+    first round."""
+    data = horus_data(instance)
+    cuts = initial_cut_points(data) if data.colocation else {}
+    backend = "cpsat" if fmt == "proto" else "cbc"
+    build_model(data, backend, cuts).model.write(path, fmt)
 
 
 register_method(MethodSpec(
     problem="horus", name="exact", kind="exact", run=run_exact,
-    backends=(*PULP_BACKENDS, "cpsat"), default_backend="cbc",
+    backends=BACKENDS, default_backend="cbc",
     summary="the paper's ILP (Eqs. 3-10) with a penalty per unplaced GPU request",
     export=export_model,
 ))
+
+__all__ = ["Candidates", "Certificate", "HorusData", "HorusModel", "build_model",
+           "candidate_pairs", "horus_data", "run_exact"]

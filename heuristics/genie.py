@@ -40,20 +40,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from dlsched.decision import Decision, Placement
+from dlsched.decision import Decision
 from dlsched.errors import InputError
-from dlsched.genie_model import Shape
 from dlsched.instance import Instance
+from dlsched.method_support import decision_from_indices, free_gpus_by_server, heuristic_method
 from dlsched.problems.genie import (
     GenieTable,
     ShapeOption,
-    free_gpus_by_server,
     genie_table,
     parse_genie_params,
 )
-from dlsched.registry import MethodSpec, check_options, register_method
-from dlsched.result import Status
-from dlsched.solve import MethodOutput
+from dlsched.problems.genie.model import Shape
+from dlsched.registry import MethodSpec, register_method
 
 WFAIR_ARRIVAL_WEIGHT = 0.5
 
@@ -63,15 +61,40 @@ class IdleGpus:
 
     def __init__(self, instance: Instance) -> None:
         self.free = free_gpus_by_server(instance)
+        # servers by idle count, so fits() costs O(GPUs per server), not O(servers)
+        self._servers_with: dict[int, int] = {}
+        for f in self.free:
+            self._servers_with[len(f)] = self._servers_with.get(len(f), 0) + 1
+        self._at_least: list[int] | None = None
+
+    def _taking(self, n: int, k: int) -> None:
+        c = len(self.free[n])
+        self._servers_with[c] -= 1
+        self._servers_with[c - k] = self._servers_with.get(c - k, 0) + 1
+        self._at_least = None
+
+    def _servers_at_least(self) -> list[int]:
+        """[g] -> number of servers with at least g idle GPUs (rebuilt after a take)."""
+        if self._at_least is None:
+            top = max(self._servers_with, default=0)
+            ge = [0] * (top + 2)
+            for c, m in self._servers_with.items():
+                ge[c] += m
+            for c in range(top - 1, -1, -1):
+                ge[c] += ge[c + 1]
+            self._at_least = ge
+        return self._at_least
 
     def total(self) -> int:
-        return sum(len(f) for f in self.free)
+        return sum(c * m for c, m in self._servers_with.items())
 
     def most(self) -> int:
-        return max((len(f) for f in self.free), default=0)
+        return max((c for c, m in self._servers_with.items() if m), default=0)
 
     def fits(self, shape: Shape) -> bool:
-        return sum(len(f) >= shape.gpus_per_node for f in self.free) >= shape.nodes
+        ge = self._servers_at_least()
+        g = shape.gpus_per_node
+        return (ge[g] if g < len(ge) else 0) >= shape.nodes
 
     def take(self, shape: Shape) -> list[int]:
         """Best-fit servers for ``shape`` (the caller checked ``fits``); their GPU indices."""
@@ -80,6 +103,7 @@ class IdleGpus:
         out = []
         for _, n in eligible[: shape.nodes]:
             out.extend(self.free[n][:g])
+            self._taking(n, len(self.free[n][:g]))
             del self.free[n][:g]
         return out
 
@@ -87,6 +111,7 @@ class IdleGpus:
         """``gpus`` GPUs on the server with the most idle GPUs (ties: first server)."""
         n = max(range(len(self.free)), key=lambda i: (len(self.free[i]), -i))
         out = self.free[n][:gpus]
+        self._taking(n, len(out))
         del self.free[n][:gpus]
         return out
 
@@ -105,12 +130,6 @@ def swaf_choice(options: list[ShapeOption] | tuple[ShapeOption, ...]) -> ShapeOp
     """Lines 5-13 of Alg. 1: best CER among shapes meeting Eq. 12, else best CER overall."""
     meeting = [o for o in options if o.on_time]
     return best(meeting or options, lambda o: o.cer)
-
-
-def _decision(instance: Instance, placed: list[tuple[int, list[int]]]) -> Decision:
-    ids = instance.cluster.gpu_ids
-    return Decision.of(Placement(instance.jobs[j].id, tuple(ids[g] for g in sorted(gpus)))
-                       for j, gpus in placed)
 
 
 def _arrival(instance: Instance, j: int) -> tuple[float, int]:
@@ -146,7 +165,7 @@ def swaf(instance: Instance, *, backfill: bool = False, fit: str = "platform",
                 continue
             break
         placed.append((j, idle.take(chosen.shape)))
-    return _decision(instance, placed)
+    return decision_from_indices(instance, placed)
 
 
 # --------------------------------------------------------------------------- model-blind
@@ -177,7 +196,7 @@ def _blind(instance: Instance, order: list[int], request: int | None,
         placed.append((j, idle.take_on_most_idle(want)))
         if used:
             used(j, want)
-    return _decision(instance, placed)
+    return decision_from_indices(instance, placed)
 
 
 def fifo(instance: Instance, *, request: int | None = None) -> Decision:
@@ -259,7 +278,7 @@ def tetris(instance: Instance, *, by: str) -> Decision:
         remaining.remove(pick[0])
         placed.append((pick[0], idle.take(pick[1].shape)))
     placed.sort()
-    return _decision(instance, placed)
+    return decision_from_indices(instance, placed)
 
 
 def tetris_perf(instance: Instance) -> Decision:
@@ -268,14 +287,6 @@ def tetris_perf(instance: Instance) -> Decision:
 
 def tetris_cer(instance: Instance) -> Decision:
     return tetris(instance, by="cer")
-
-
-def _method(fn, allowed: tuple[str, ...]):
-    def run(instance: Instance, *, backend=None, time_limit=None, seed: int = 0, **options):
-        check_options(options, allowed)
-        return MethodOutput(fn(instance, **options), Status.FEASIBLE)
-
-    return run
 
 
 METHODS = (
@@ -291,4 +302,5 @@ METHODS = (
 )
 
 for _name, _fn, _kind, _allowed, _summary in METHODS:
-    register_method(MethodSpec("genie", _name, _kind, _method(_fn, _allowed), summary=_summary))
+    register_method(MethodSpec("genie", _name, _kind, heuristic_method(_fn, _allowed),
+                               summary=_summary))

@@ -22,14 +22,13 @@ import math
 
 import numpy as np
 
-from dlsched.decision import Decision, Placement
+from dlsched.decision import Decision
 from dlsched.instance import Instance
 from dlsched.jobs import Job
+from dlsched.method_support import decision_from_indices, heuristic_method
 from dlsched.problems.horus import parse_horus_params, share_costs
-from dlsched.registry import MethodSpec, check_options, register_method
-from dlsched.result import Status
-from dlsched.solve import MethodOutput
-from dlsched.state import ClusterState
+from dlsched.registry import MethodSpec, register_method
+from dlsched.state import ClusterState, ViewPolicy, register_view_policy
 
 from .kmeans import kmeans_l1, normalize_columns
 
@@ -81,12 +80,6 @@ def _cheapest_gpus(state: ClusterState, job: Job, cost_row: np.ndarray,
     return None
 
 
-def _decision(instance: Instance, placed: list[tuple[int, list[int]]]) -> Decision:
-    ids = instance.cluster.gpu_ids
-    return Decision.of(Placement(instance.jobs[j].id, tuple(ids[g] for g in sorted(gpus)))
-                       for j, gpus in placed)
-
-
 def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
            beta: int | None = None) -> Decision:
     """Algorithm 1 of the Horus paper for one scheduling round."""
@@ -123,7 +116,7 @@ def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
         if chosen is not None:
             state.place(job, chosen)
             placed.append((j, chosen))
-    return _decision(instance, placed)
+    return decision_from_indices(instance, placed)
 
 
 def fifo(instance: Instance, *, backfill: bool = False) -> Decision:
@@ -139,7 +132,7 @@ def fifo(instance: Instance, *, backfill: bool = False) -> Decision:
             break
         state.place(job, chosen)
         placed.append((j, chosen))
-    return _decision(instance, placed)
+    return decision_from_indices(instance, placed)
 
 
 def obp(instance: Instance) -> Decision:
@@ -152,24 +145,88 @@ def obp(instance: Instance) -> Decision:
         if chosen is not None:
             state.place(job, chosen)
             placed.append((j, chosen))
-    return _decision(instance, placed)
-
-
-def _method(fn, allowed: tuple[str, ...]):
-    def run(instance: Instance, *, backend=None, time_limit=None, seed: int = 0, **options):
-        check_options(options, allowed)
-        kwargs = dict(options)
-        if "seed" in allowed:
-            kwargs["seed"] = seed
-        return MethodOutput(fn(instance, **kwargs), Status.FEASIBLE)
-
-    return run
+    return decision_from_indices(instance, placed)
 
 
 for _name, _fn, _kind, _allowed, _summary in (
-    ("greedy", greedy, "heuristic", ("seed", "queues", "beta"),
+    ("greedy", greedy, "heuristic", ("queues", "beta"),
      "Alg. 1: k-means queues, weighted-fair picking, top-λ cheapest GPUs"),
     ("fifo", fifo, "baseline", ("backfill",), "exclusive idle GPUs in queue order"),
     ("obp", obp, "baseline", (), "opportunistic bin packing by free GPU memory"),
 ):
-    register_method(MethodSpec("horus", _name, _kind, _method(_fn, _allowed), summary=_summary))
+    register_method(MethodSpec("horus", _name, _kind, heuristic_method(_fn, _allowed),
+                               summary=_summary))
+
+
+# ---------------------------------------------------------------------- simulator fast form
+def fifo_live(view, *, backfill: bool = False) -> Decision:
+    """``fifo`` on the simulator's live view (the same decision as on a snapshot).
+
+    Walks the servers with idle GPUs in index order and takes the first idle GPUs whose
+    free memory holds the job, within each server's CPU/RAM room (as :func:`fifo`).
+    """
+    from dlsched.decision import Placement
+
+    big = int(np.iinfo(np.int64).max)
+    used: set[int] = set()
+    free_node: dict[int, list[float]] = {}
+    placed: list[tuple[Job, list[int]]] = []
+    idle_left = view.idle_count
+    node_of = view.cluster.gpu_node
+    mem_free = view.gpu_mem_free
+    for job in view.queue():
+        need = job.num_gpus
+        chosen: list[int] = []
+        if need <= idle_left:
+            low = (job.gpu_mem_gb or 0.0) - 1e-9
+            cpu, ram = job.cpu_per_gpu, job.ram_gb_per_gpu
+            for s in view.open_servers():
+                room = big
+                if cpu > 0 or ram > 0:
+                    free = free_node.get(s) or list(view.node_free(s))
+                    for have, per in ((free[0], cpu), (free[1], ram)):
+                        if per > 0:
+                            room = min(room, int(math.floor((have + 1e-9) / per)))
+                    if room < 1:
+                        continue
+                for g in view.idle_gpus(s):
+                    if g in used or mem_free(g) < low:
+                        continue
+                    chosen.append(g)
+                    room -= 1
+                    if len(chosen) == need or room < 1:
+                        break
+                if len(chosen) == need:
+                    break
+        if len(chosen) < need or not chosen:
+            if backfill:
+                continue
+            break
+        for g in chosen:
+            used.add(g)
+            if job.cpu_per_gpu or job.ram_gb_per_gpu:
+                s = int(node_of[g])
+                free = free_node.setdefault(s, list(view.node_free(s)))
+                free[0] -= job.cpu_per_gpu
+                free[1] -= job.ram_gb_per_gpu
+        idle_left -= len(chosen)
+        placed.append((job, chosen))
+    ids = view.cluster.gpu_ids
+    return Decision.of(Placement(job.id, tuple(ids[g] for g in sorted(gpus)))
+                       for job, gpus in placed)
+
+
+def fifo_can_start(view, *, backfill: bool = False) -> bool:
+    """FIFO starts something only if the head's GPU count fits the idle GPUs (any job's,
+    with backfill)."""
+    head = view.head()
+    if head is None:
+        return False
+    if backfill:
+        low = view.min_demand()
+        return low is not None and low <= view.idle_count
+    return head.num_gpus <= view.idle_count
+
+
+register_view_policy(ViewPolicy("horus", "fifo", fifo_live, fifo_can_start,
+                                frozenset({"backfill"})))

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dlsched.instance import Instance
+from dlsched.method_support import heuristic_method
 from dlsched.problems.liquid import EPS, LiquidData, decision_from_assignment, liquid_data
 from dlsched.registry import MethodSpec, check_options, register_method
 from dlsched.result import Status
@@ -312,8 +313,7 @@ def _output(data: LiquidData, assign: np.ndarray | None, message: str = "",
 
 
 def _greedy_method(rule: str):
-    def run(instance: Instance, *, backend=None, time_limit=None, seed: int = 0, **options):
-        check_options(options, ())
+    def run(instance: Instance, *, seed: int = 0) -> MethodOutput:
         data = liquid_data(instance)
         order = interleaved_order(data) if rule == "bestfit" else list(
             range(data.num_containers))
@@ -323,7 +323,7 @@ def _greedy_method(rule: str):
         except Unplaceable as exc:
             return _output(data, None, str(exc))
 
-    return run
+    return heuristic_method(run)
 
 
 def run_gga(instance: Instance, *, backend=None, time_limit: float | None = None,

@@ -33,18 +33,14 @@ from dlsched.decision import Decision, Placement
 from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.jobs import Job
+from dlsched.method_support import free_gpus_by_server, heuristic_method
 from dlsched.problems.sched2 import locality_slowdown, parse_sched2_params
-from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.registry import MethodSpec, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
+from dlsched.state import ViewPolicy, register_view_policy
 
 MAX_DELAYS = 3
-
-
-def free_by_server(instance: Instance) -> list[list[int]]:
-    """Free (idle) GPU indices of each server, in cluster order."""
-    busy = instance.gpu_busy
-    return [gpus[~busy[gpus]].tolist() for gpus in instance.cluster.gpus_of_node]
 
 
 def packing(free: list[list[int]], demand: int) -> list[int] | None:
@@ -92,7 +88,7 @@ def select(instance: Instance, rule: str, *, backfill: bool = False, window: int
     params = parse_sched2_params(instance.params)
     node_of = instance.cluster.gpu_node
     per_server = int(instance.cluster.node_gpu_count.max())
-    free = free_by_server(instance)
+    free = free_gpus_by_server(instance)
     delays = dict(policy_state or {})
     placed: list[tuple[Job, list[int]]] = []
 
@@ -123,8 +119,11 @@ def select(instance: Instance, rule: str, *, backfill: bool = False, window: int
         remaining = dict(jobs)
         while remaining:
             best_key, best_pick = None, None
+            by_demand: dict[int, list[int] | None] = {}  # packing depends only on the demand
             for i, job in remaining.items():
-                gpus = packing(free, job.num_gpus)
+                if job.num_gpus not in by_demand:
+                    by_demand[job.num_gpus] = packing(free, job.num_gpus)
+                gpus = by_demand[job.num_gpus]
                 if gpus is None:
                     continue
                 actual = job.duration * locality_slowdown(
@@ -158,17 +157,106 @@ _SUMMARY = {
 
 
 def _method(rule: str):
-    allowed = {"backfill", "window", "policy_state"}
-
-    def run(instance: Instance, *, backend=None, time_limit=None, seed: int = 0, **options):
-        check_options(options, allowed)
+    def run_rule(instance: Instance, **options) -> MethodOutput:
         decision, delays = select(instance, rule, **options)
         extra = {"policy_state": delays} if rule == "dsif" else {}
         return MethodOutput(decision, Status.FEASIBLE, extra=extra)
 
-    return run
+    return heuristic_method(run_rule, ("backfill", "window", "policy_state"))
 
 
 for _rule in RULES:
     register_method(MethodSpec("sched2", _rule, "heuristic" if _rule in ("dsif", "saf")
                                else "baseline", _method(_rule), summary=_SUMMARY[_rule]))
+
+
+# ---------------------------------------------------------------------- simulator fast form
+def _packing_live(view, demand: int, taken: dict[int, int], left_total: int
+                  ) -> tuple[list[int], dict[int, int]] | None:
+    """:func:`packing` on the live view, with ``taken[s]`` GPUs of server ``s`` already
+    given to earlier jobs of this decision (always the first idle ones, in cluster order).
+
+    Reads only the servers it needs: by idle count, the lowest-index server at the smallest
+    count that holds the demand (or at the largest count), plus the servers already touched.
+    """
+    if left_total < demand:
+        return None
+    local: dict[int, int] = {}
+    chosen: list[int] = []
+    need = demand
+
+    def left(s: int) -> int:
+        return view.idle_on(s) - taken.get(s, 0) - local.get(s, 0)
+
+    def grab(s: int, k: int) -> None:
+        off = taken.get(s, 0) + local.get(s, 0)
+        chosen.extend(view.idle_gpus(s)[off:off + k])
+        local[s] = local.get(s, 0) + k
+
+    top = view.max_idle
+    while need > 0:
+        skip = set(taken) | set(local)
+        best: tuple[int, int] | None = None
+        for c in range(need, top + 1):
+            s = view.first_server_with_idle(c, skip)
+            if s is not None:
+                best = (c, s)
+                break
+        for s in skip:
+            n = left(s)
+            if n >= need and (best is None or (n, s) < best):
+                best = (n, s)
+        if best is not None:
+            grab(best[1], need)
+            need = 0
+            break
+        most: tuple[int, int] | None = None
+        for c in range(top, 0, -1):
+            s = view.first_server_with_idle(c, skip)
+            if s is not None:
+                most = (c, -s)
+                break
+        for s in skip:
+            n = left(s)
+            if n > 0 and (most is None or (n, -s) > most):
+                most = (n, -s)
+        if most is None:  # cannot happen when left_total >= demand
+            return None
+        grab(-most[1], most[0])
+        need -= most[0]
+    return chosen, local
+
+
+def fifo_live(view, *, backfill: bool = False) -> Decision:
+    """``fifo`` with packing on the simulator's live view (same decision as on a snapshot)."""
+    taken: dict[int, int] = {}
+    left_total = view.idle_count
+    ids = view.cluster.gpu_ids
+    placed = []
+    for job in view.queue():
+        got = _packing_live(view, job.num_gpus, taken, left_total)
+        if got is None:
+            if backfill:
+                continue
+            break
+        gpus, local = got
+        for s, k in local.items():
+            taken[s] = taken.get(s, 0) + k
+        left_total -= len(gpus)
+        placed.append(Placement(job.id, tuple(ids[g] for g in gpus)))
+    return Decision.of(placed)
+
+
+def fifo_can_start(view, *, backfill: bool = False) -> bool:
+    """FIFO starts something only if the head fits the idle GPUs (any job, with backfill)."""
+    head = view.head()
+    if head is None:
+        return False
+    if backfill:
+        low = view.min_demand()
+        return low is not None and low <= view.idle_count
+    return head.num_gpus <= view.idle_count
+
+
+register_view_policy(ViewPolicy("sched2", "fifo", fifo_live, fifo_can_start,
+                                frozenset({"backfill"})))

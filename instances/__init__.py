@@ -3,4 +3,4 @@
 Importing the package registers every generator module listed below.
 """
 
-from . import genie_gen, horus_gen, liquid_gen, sched2_gen  # noqa: F401  (registration)
+from . import genie_gen, horus_gen, inference_gen, liquid_gen, sched2_gen  # noqa: F401  (registration)

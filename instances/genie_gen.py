@@ -12,6 +12,15 @@ choice, sized so that a task's one-GPU latency ranges from 10 s to 11 h (mean
 0.7 h with the shipped coefficients), and the 4 × 4 platform is loaded but not
 flooded at 5-20 tasks/hour.
 
+Preset ``paper`` (the Sec. 7 setting, ``PRESETS``): 5000-50000 iterations, everything else
+as above. The paper gives no iteration range either; it says that DL tasks' response
+latency ranges "from a couple of hours to weeks" (Sec. 7.1, Metrics) and that the
+makespans of its 24-hour runs on the 4 × 4 K80 cluster range "from dozens to hundreds of
+hours" (Sec. 7.2.4, Fig. 16). Ten times the default range puts the median one-GPU latency
+at 3.6 h (mean 7 h, up to ~110 h) and the makespans under SWAF and the six baselines at
+63-144 h at 5 tasks/hour and 267-862 h at 20 tasks/hour (seed 0, measured, see
+docs/genie.md). Explicit ``iter_min`` / ``iter_max`` override the preset.
+
 Snapshot (sampled, not simulated): a workload, a time t = the arrival of some task i, the
 ``waiting`` tasks that arrived last up to t as the queue (oldest first), and earlier tasks,
 most recent first, running on random allowed shapes on random servers until ``busy`` of
@@ -32,18 +41,21 @@ from typing import Any
 
 import numpy as np
 
-from dlsched.genie_model import QOS_CLASSES, TABLE3_MODELS, Shape, ect_deadline, latency
-from dlsched.genie_model import solo_latency as model_solo_latency
 from dlsched.instance import Instance
 from dlsched.instance_io import check_instance
 from dlsched.jobs import Job, RunningJob
 from dlsched.problems.genie import default_params, parse_genie_params, task_of
+from dlsched.problems.genie.model import QOS_CLASSES, TABLE3_MODELS, Shape, ect_deadline, latency
+from dlsched.problems.genie.model import solo_latency as model_solo_latency
 from dlsched.registry import GeneratorSpec, register_generator
 from dlsched.topology import homogeneous_cluster
 
 BATCH_SIZES: tuple[int, ...] = (16, 32, 64, 128, 256)
 QOS_MIX: tuple[float, float, float] = (0.05, 0.35, 0.60)  # urgent, prior, normal (Table 3)
 GPU_TYPE, GPU_MEM_GB, NODE_CPU, NODE_RAM_GB = "k80", 12.0, 20.0, 64.0
+ITER_MIN, ITER_MAX = 500, 5000
+# task-length readings by name (module docstring); values override the defaults above
+PRESETS: dict[str, dict[str, int]] = {"paper": {"iter_min": 5000, "iter_max": 50000}}
 
 
 def generate_genie_workload(
@@ -56,9 +68,10 @@ def generate_genie_workload(
     p_train: float = 0.5,
     qos_mix: Sequence[float] = QOS_MIX,
     batch_sizes: Sequence[int] = BATCH_SIZES,
-    iter_min: int = 500,
-    iter_max: int = 5000,
+    iter_min: int | None = None,
+    iter_max: int | None = None,
     theta: float = 0.4,
+    preset: str | None = None,
 ) -> Instance:
     """A GENIE workload: Poisson arrivals of Table-3 tasks (see the module docstring).
 
@@ -70,12 +83,21 @@ def generate_genie_workload(
         Hours of arrivals (the paper uses 24).
     qos_mix
         Shares of urgent, prior and normal tasks (sum 1).
+    iter_min, iter_max
+        Iteration range (uniform integer); None: the preset's, else 500 and 5000.
+    preset
+        ``"paper"`` for the Sec. 7 task lengths (module docstring), or None.
 
     Raises
     ------
     ValueError
         On an out-of-range argument.
     """
+    if preset is not None and preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}: use one of {', '.join(PRESETS)}")
+    chosen = PRESETS[preset] if preset else {}
+    iter_min = chosen.get("iter_min", ITER_MIN) if iter_min is None else iter_min
+    iter_max = chosen.get("iter_max", ITER_MAX) if iter_max is None else iter_max
     if density <= 0 or duration <= 0:
         raise ValueError("density and duration must be > 0")
     if not 0.0 <= p_train <= 1.0:
@@ -91,6 +113,8 @@ def generate_genie_workload(
                      duration=duration, p_train=p_train, qos_mix=[float(x) for x in mix],
                      batch_sizes=[int(b) for b in batch_sizes], iter_min=iter_min,
                      iter_max=iter_max, theta=theta)
+    if preset:  # absent otherwise: files made without a preset keep their bytes
+        arguments["preset"] = preset
     rng = np.random.default_rng(seed)
     params = default_params()
     params["theta"] = float(theta)
@@ -116,7 +140,8 @@ def generate_genie_workload(
                                   gpu_mem_gb=GPU_MEM_GB, cpu=NODE_CPU, ram_gb=NODE_RAM_GB)
     return check_instance(Instance(
         problem="genie", cluster=cluster, jobs=tuple(jobs), params=params, time=0.0,
-        name=f"genie-workload-{nodes}x{gpus_per_node}-d{density:g}-h{duration:g}-s{seed}",
+        name=f"genie-workload-{nodes}x{gpus_per_node}-d{density:g}-h{duration:g}-s{seed}"
+             + (f"-{preset}" if preset else ""),
         provenance={"generator": "instances.genie_gen", "seed": seed, "arguments": arguments,
                     "source": "synthetic, GENIE Table 3 (seed 000 Sec. 7.1)"},
     ))
@@ -205,8 +230,15 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--density", type=float, default=10.0, help="tasks per hour (10)")
     parser.add_argument("--duration", type=float, default=24.0, help="hours of arrivals (24)")
     parser.add_argument("--p-train", type=float, default=0.5, help="training share (0.5)")
-    parser.add_argument("--iter-min", type=int, default=500, help="fewest iterations (500)")
-    parser.add_argument("--iter-max", type=int, default=5000, help="most iterations (5000)")
+    parser.add_argument("--iter-min", type=int, default=None,
+                        help=f"fewest iterations ({ITER_MIN}; preset paper: "
+                             f"{PRESETS['paper']['iter_min']})")
+    parser.add_argument("--iter-max", type=int, default=None,
+                        help=f"most iterations ({ITER_MAX}; preset paper: "
+                             f"{PRESETS['paper']['iter_max']})")
+    parser.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                        help="paper: the Sec. 7 task lengths (makespans of dozens to "
+                             "hundreds of hours on 4 x 4 K80)")
     parser.add_argument("--theta", type=float, default=0.4, help="θ of Eq. 10 (0.4)")
     parser.add_argument("--snapshot", action="store_true",
                         help="write a snapshot sampled from the workload instead")

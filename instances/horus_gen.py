@@ -116,13 +116,15 @@ def generate_horus(
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, default=128, help="servers (default 128)")
     parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per server (8)")
-    parser.add_argument("--gpu-type", default="gtx1080", choices=sorted(GPU_MEMORY_GB))
+    parser.add_argument("--gpu-type", default="gtx1080", choices=sorted(GPU_MEMORY_GB),
+                        help="GPU type of every server")
     parser.add_argument("--busy", type=float, default=0.5,
                         help="fraction of GPUs already running a job (0.5)")
     parser.add_argument("--beta", type=int, default=15, help="pending jobs this round (15)")
     parser.add_argument("--p-long", type=float, default=0.5, help="share of long jobs (0.5)")
     parser.add_argument("--p-heavy", type=float, default=0.5, help="share of heavy jobs (0.5)")
-    parser.add_argument("--cost-model", default="paper", choices=["paper", "colocation"])
+    parser.add_argument("--cost-model", default="paper", choices=["paper", "colocation"],
+                        help="placement cost: the paper's, or with co-location")
 
 
 register_generator(GeneratorSpec("horus", generate_horus, _add_arguments,

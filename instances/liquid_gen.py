@@ -118,8 +118,10 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--busy", type=float, default=0.0,
                         help="share of GPUs held by running jobs (0)")
     parser.add_argument("--lambda", dest="lam", type=float, default=0.5, help="λ of Eq. 4 (0.5)")
-    parser.add_argument("--distance", default="paper", choices=DISTANCE_TABLES)
-    parser.add_argument("--objective", default="paper", choices=OBJECTIVES)
+    parser.add_argument("--distance", default="paper", choices=DISTANCE_TABLES,
+                        help="distance table between servers")
+    parser.add_argument("--objective", default="paper", choices=OBJECTIVES,
+                        help="score: the paper's Eqs. 4-7 or the implementation's")
 
 
 register_generator(GeneratorSpec("liquid", generate_liquid, _add_arguments,

@@ -29,6 +29,10 @@ from dlsched.topology import homogeneous_cluster
 MULTI_GPU = (2, 4, 8, 16)
 MULTI_WEIGHTS = (10, 12, 7, 3)
 CATEGORIES = (("cv", 0.10), ("nlp", 0.60), ("speech", 0.30))
+CONGESTED_INTERARRIVAL = 120.0
+"""Mean inter-arrival (s) of the paper's congested regime (our calibration): with it,
+FIFO's mean wait on 1000-job episodes is of the order of Fig. 10b's baseline wait
+(19,075 s; 17-27 ks on seeds 0-1 at 120-140 s, with a large spread between seeds)."""
 MODELS = {"cv": ("alexnet", "inception3", "resnet50", "vgg16"), "nlp": ("transformer",),
           "speech": ("deepspeech",)}
 
@@ -94,4 +98,4 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 register_generator(GeneratorSpec("sched2", generate_sched2, _add_arguments,
-                                 "SCHED² workload: 15 × 8 GPUs, 68 % 1-GPU jobs, 172 s apart"))
+                                 "SCHED² workload: 15 × 8 GPUs, 68 pct 1-GPU jobs, 172 s apart"))

@@ -10,8 +10,8 @@ seeded assignment (one ``numpy.random.default_rng(seed)`` stream, drawn in job o
 * ``gpu_util`` (percent) and ``gpu_mem_gb`` per GPU: the Horus job classes — light
   (5-59 %) or heavy (60-100 %) with equal odds, memory a uniform share of the GPU's
   memory (5-50 % light, 30-85 % heavy), rounded to 0.1 GB;
-* CPU and RAM per GPU are left at 0 (the traces either lack them or, for Alibaba,
-  state them and we keep them).
+* CPU and RAM per GPU: kept (as per-GPU shares) when the trace states them
+  (columns ``cpu``, ``mem_gb``), else 0.
 
 Cluster size (our rule, following each trace README): the offered load L = the GPU
 demand inside the window (each job counted from its submit time, clipped at the
@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.instance_io import check_instance
 from dlsched.jobs import Job
@@ -53,6 +54,10 @@ TRACE_DIRS = {"itp": "itp_elasticflow", "philly": "philly_dirlab_tail",
 
 def read_trace(name: str, root: Path | None = None) -> pd.DataFrame:
     """The normalized ``jobs.csv`` of trace ``name`` (``itp``, ``philly``, ``alibaba``)."""
+    if name not in TRACE_DIRS:
+        raise InputError(f"no normalized trace {name!r}", field="name",
+                         fix=f"use one of: {', '.join(sorted(TRACE_DIRS))}; for a raw file "
+                         "(Helios, Philly, Gavel, ...) use `dlsched import-trace FORMAT FILE`")
     path = (root or TRACES) / TRACE_DIRS[name] / "jobs.csv"
     return pd.read_csv(path, dtype={"job_id": str, "queue_or_vc": str})
 
@@ -116,8 +121,8 @@ def workload_from_frame(df: pd.DataFrame, *, name: str, source: str, problem: st
             id=str(row.job_id), submit_time=float(submit[i] - t0), num_gpus=int(gpus[i]),
             duration=float(duration[i]), model=models[i], kind="train",
             gpu_util=float(util[i]), gpu_mem_gb=float(mem[i]),
-            cpu_per_gpu=round(float(cpu[i]) / int(gpus[i]), 3) if sharing else 0.0,
-            ram_gb_per_gpu=round(float(ram[i]) / int(gpus[i]), 3) if sharing else 0.0))
+            cpu_per_gpu=round(float(cpu[i]) / int(gpus[i]), 3),
+            ram_gb_per_gpu=round(float(ram[i]) / int(gpus[i]), 3)))
     servers = total // GPUS_PER_SERVER
     cpu_cap = max(96.0, float(max((j.cpu_per_gpu for j in jobs), default=0.0)) * 8)
     ram_cap = max(384.0, float(max((j.ram_gb_per_gpu for j in jobs), default=0.0)) * 8)

@@ -14,6 +14,8 @@ from .decision import TaskPlacement as TaskPlacement
 from .decision import load_solution as load_solution
 from .decision import save_solution as save_solution
 from .errors import InputError as InputError
+from .gaps import is_proven_optimal as is_proven_optimal
+from .gaps import relative_gap as relative_gap
 from .instance import Instance as Instance
 from .instance_io import load_instance as load_instance
 from .instance_io import save_instance as save_instance
@@ -22,10 +24,12 @@ from .jobs import Job as Job
 from .jobs import RunningJob as RunningJob
 from .result import Result as Result
 from .result import Status as Status
+from .result import results_frame as results_frame
 from .simulate import simulate as simulate
 from .solve import solve as solve
 from .topology import Cluster as Cluster
 from .topology import homogeneous_cluster as homogeneous_cluster
+from .topology_io import load_topology as load_topology
 from .validate import evaluate as evaluate
 from .validate import validate as validate
 

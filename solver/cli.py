@@ -1,27 +1,34 @@
 """The ``dlsched`` command line.
 
 Exit codes: 0 success; 1 the solution is infeasible or no solution was found; 2 bad
-input (one line naming the file, the field and the fix; no traceback).
+input (one line naming the file, the field and the fix; no traceback); 3 internal error
+(a bug: one line "internal error: ... (please report)"; bad input never gets there).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import versions
 from .benchmarks import cli as benchmarks_cli
 from .cli_support import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Parser, parse_option_pairs
 from .decision import load_solution, save_solution
 from .errors import InputError
 from .instance_io import load_instance, save_instance
+from .instances import cli as instances_cli
 from .problems import get_problem
 from .registry import generators, get_method, methods_for
-from .result import Result
+from .rl import cli as rl_cli
 from .simulate import cli as simulate_cli
 from .solve import solve
 from .validate import validate
+
+EXIT_INTERNAL = 3
+"""Exit code of an unexpected exception (a bug, never bad input)."""
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
@@ -39,33 +46,11 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _format_result(result: Result) -> str:
-    def num(v: float | None) -> str:
-        return "-" if v is None else f"{v:.6g}"
-
-    gap = "-" if result.gap is None else f"{100 * result.gap:.4f}%"
-    lines = [
-        f"method     {result.method}" + (f" ({result.backend})" if result.backend else ""),
-        f"status     {result.status.value}",
-        f"objective  {num(result.objective)}",
-        f"bound      {num(result.bound)}",
-        f"gap        {gap}",
-        f"wall time  {result.wall_time:.3f} s",
-    ]
-    if result.model_size:
-        s = result.model_size
-        lines.append(f"model      {s.variables} variables ({s.integer_variables} integer), "
-                     f"{s.constraints} constraints")
-    if result.message:
-        lines.append(f"note       {result.message}")
-    return "\n".join(lines)
-
-
 def _cmd_solve(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
     result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit,
                    seed=args.seed, **parse_option_pairs(args.option))
-    print(_format_result(result))
+    print(result.summary())
     if result.status.value == "invalid_input":
         print(f"error: {args.instance}: {result.message}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -129,7 +114,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     exact = solve(instance, "exact", backend=args.backend, time_limit=args.time_limit)
     greedy = solve(instance, "greedy", seed=args.seed)
     for result in (exact, greedy):
-        print(_format_result(result), end="\n\n")
+        print(result.summary(), end="\n\n")
     if exact.status.value == "optimal" and greedy.objective is not None:
         gap = (greedy.objective - exact.objective) / abs(exact.objective)
         print(f"greedy is {100 * gap:.3f}% above the proven optimum")
@@ -155,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     sol = sub.add_parser("solve", help="solve an instance with a method")
     sol.add_argument("instance", help="instance file (JSON)")
     sol.add_argument("--method", default="exact", help="see `dlsched methods` (exact)")
-    sol.add_argument("--backend", choices=["cbc", "highs", "cpsat"],
+    sol.add_argument("--backend", choices=["cbc", "highs", "scip", "cpsat"],
                      help="solver for exact methods (default: the method's own)")
     sol.add_argument("--time-limit", type=float, default=60.0, help="seconds (60)")
     sol.add_argument("--seed", type=int, default=0, help="seed (0)")
@@ -171,9 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("solution", help="solution file")
         p.set_defaults(func=func)
 
-    exp = sub.add_parser("export", help="write the exact model as MPS or LP")
+    exp = sub.add_parser("export", help="write the exact model (MPS/LP, or CP-SAT proto text)")
     exp.add_argument("instance", help="instance file")
-    exp.add_argument("--format", choices=["mps", "lp"], default="mps")
+    exp.add_argument("--format", choices=["mps", "lp", "proto"], default="mps",
+                     help="mps or lp (PuLP models), proto (CP-SAT model proto as text)")
     exp.add_argument("--method", default="exact", help="exact method to export (exact)")
     exp.add_argument("-o", "--output", required=True, help="file to write")
     exp.set_defaults(func=_cmd_export)
@@ -181,9 +167,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="Horus: exact vs greedy on one generated snapshot")
     demo.add_argument("--nodes", type=int, default=32, help="servers of 8 GPUs (32)")
     demo.add_argument("--busy", type=float, default=0.95, help="busy GPU share (0.95)")
-    demo.add_argument("--backend", choices=["cbc", "highs", "cpsat"], default="cbc")
-    demo.add_argument("--time-limit", type=float, default=60.0)
-    demo.add_argument("--seed", type=int, default=1)
+    demo.add_argument("--backend", choices=["cbc", "highs", "scip", "cpsat"], default="cbc",
+                      help="solver of the exact model")
+    demo.add_argument("--time-limit", type=float, default=60.0,
+                      help="seconds for the exact model")
+    demo.add_argument("--seed", type=int, default=1, help="seed of the snapshot")
     demo.set_defaults(func=_cmd_demo)
 
     met = sub.add_parser("methods", help="list problems, methods and backends")
@@ -191,6 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     simulate_cli.add_commands(sub)
     benchmarks_cli.add_commands(sub)
+    rl_cli.add_commands(sub)
+    instances_cli.add_commands(sub)
+    versions.add_commands(sub)
     return parser
 
 
@@ -206,6 +197,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug, not bad input: one line, exit 3 (see EXIT_INTERNAL)
+        if os.environ.get("DLSCHED_TRACEBACK"):
+            raise
+        text = " ".join(str(exc).split())[:300]
+        print(f"internal error: {type(exc).__name__}: {text} (please report; set "
+              "DLSCHED_TRACEBACK=1 for the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

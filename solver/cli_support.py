@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Sequence
 
@@ -12,8 +13,70 @@ from .errors import InputError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
+def default_text(value: object) -> str:
+    """How a default value is written in help texts.
+
+    Parameters
+    ----------
+    value
+        The default.
+
+    Returns
+    -------
+    str
+        ``60.0`` → ``"60"``, a list → comma-separated, else ``str(value)``.
+    """
+    if isinstance(value, float):
+        return format(value, "g")
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    return str(value)
+
+
+def has_default(action: argparse.Action) -> bool:
+    """Whether an option has a default worth stating.
+
+    Parameters
+    ----------
+    action
+        An argparse action.
+
+    Returns
+    -------
+    bool
+        False for ``None``, ``False`` (an off flag), suppressed and empty defaults.
+    """
+    d = action.default
+    return not (d is None or d is False or d is argparse.SUPPRESS
+                or (isinstance(d, (list, tuple, str)) and len(d) == 0))
+
+
+class DefaultsFormatter(argparse.HelpFormatter):
+    """Help formatter that states every option's default.
+
+    A help text that already says ``default`` is left alone; one that gives the default
+    in parentheses, ``(60)``, becomes ``(default 60)``; otherwise ``(default: VALUE)`` is
+    appended.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if not has_default(action) or "default" in text or "%(default)" in text:
+            return text
+        value = default_text(action.default)
+        pattern = re.compile(r"\((" + re.escape(value) + r")([);])")
+        if pattern.search(text):
+            return pattern.sub(lambda m: f"(default {m.group(1)}{m.group(2)}", text, count=1)
+        return f"{text} (default: {value.replace('%', '%%')})".strip()
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse that exits with code 2 and one line on a usage error (its default too)."""
+    """argparse that exits with code 2 and one line on a usage error (its default too),
+    and whose help states every option's default (:class:`DefaultsFormatter`)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", DefaultsFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)

@@ -8,9 +8,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .canonical import pretty_json, sha256_of
+from .canonical import sha256_of
 from .errors import InputError
-from .files import read_json
+from .files import read_json, write_json
 from .schema_check import check_against_schema
 
 if TYPE_CHECKING:
@@ -30,12 +30,18 @@ class TaskPlacement:
 
 @dataclass(frozen=True)
 class Placement:
-    """The GPUs a job gets (and, for container jobs, where each container runs)."""
+    """The GPUs a job gets (and, for container jobs, where each container runs).
+
+    ``start`` alone: when a snapshot decision starts the job. ``start`` and ``end``: a
+    *timed* placement, one entry of an offline schedule (the job holds its GPUs over
+    [start, end)); a decision whose placements carry ``end`` is validated as a schedule.
+    """
 
     job: str
     gpus: tuple[str, ...]
     tasks: tuple[TaskPlacement, ...] = ()
     start: float | None = None
+    end: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"job": self.job, "gpus": list(self.gpus)}
@@ -45,6 +51,8 @@ class Placement:
             ]
         if self.start is not None:
             out["start"] = self.start
+        if self.end is not None:
+            out["end"] = self.end
         return out
 
 
@@ -78,7 +86,7 @@ def decision_from_dict(placements: Iterable[Mapping[str, Any]]) -> Decision:
         tasks = tuple(
             TaskPlacement(t["task"], t["node"], tuple(t["gpus"])) for t in p.get("tasks", [])
         )
-        out.append(Placement(p["job"], tuple(p["gpus"]), tasks, p.get("start")))
+        out.append(Placement(p["job"], tuple(p["gpus"]), tasks, p.get("start"), p.get("end")))
     return Decision(tuple(out))
 
 
@@ -96,9 +104,9 @@ def solution_to_dict(instance: Instance, decision: Decision, **meta: Any) -> dic
 
 
 def save_solution(instance: Instance, decision: Decision, path: str | Path, **meta: Any) -> None:
-    """Write a solution file for ``instance`` (meta: method, backend, status, objective, bound)."""
-    doc = solution_to_dict(instance, decision, **meta)
-    Path(path).write_text(pretty_json(doc), encoding="utf-8", newline="\n")
+    """Write a solution file for ``instance`` (meta: method, backend, status, objective, bound);
+    gzip-compressed when the name ends in ``.gz``."""
+    write_json(solution_to_dict(instance, decision, **meta), path)
 
 
 def load_solution(path: str | Path, instance: Instance) -> Decision:

@@ -1,34 +1,57 @@
-"""Reading and writing the package's JSON files (plain or gzip-compressed by their name)."""
+"""Reading and writing the package's JSON files (plain or gzip-compressed by their name).
+
+Every input file goes through :func:`read_json`, which enforces the limits documented in
+docs/formats.md ("Limits"): at most :data:`MAX_BYTES` of JSON text, nesting at most
+:data:`MAX_DEPTH` levels deep, no NaN or Infinity, every number finite with magnitude at
+most :data:`MAX_NUMBER` (integers at most :data:`MAX_INT`) and no subnormal float. Any
+failure is an :class:`~dlsched.errors.InputError` naming the file (and the field, when
+there is one); nothing else escapes.
+"""
 
 from __future__ import annotations
 
 import gzip
 import json
+import math
 import zlib
 from pathlib import Path
 from typing import Any
 
 from .canonical import pretty_json
-from .errors import InputError
+from .errors import InputError, field_path
+
+MAX_BYTES = 256 * 1024 * 1024
+"""Largest JSON text read (after decompression): 256 MiB."""
+
+MAX_DEPTH = 64
+"""Deepest nesting of arrays and objects accepted (real files nest fewer than 10 levels)."""
+
+MAX_NUMBER = 1e100
+"""Largest magnitude of any number in an input file (fields have tighter ranges in the
+schemas; this bound keeps free-form places and informational values finite in sums)."""
+
+MAX_INT = 2**53
+"""Largest magnitude of an integer (every integer up to it is exact as a float)."""
+
+MIN_NORMAL = 2.2250738585072014e-308
+"""Smallest positive normal float; non-zero numbers closer to zero are rejected."""
 
 
 def read_json(path: str | Path) -> Any:
-    """Parse a JSON file (gzip-compressed when its name ends in ``.gz``); a parse error
-    becomes an InputError naming the line."""
+    """Parse a JSON file (gzip-compressed when its name ends in ``.gz``) within the limits.
+
+    Raises
+    ------
+    InputError
+        The file cannot be read, is too large, is not UTF-8 JSON, nests too deeply, or
+        holds a number that is not finite or out of range (named by its field path).
+    """
     p = Path(path)
+    text = _read_text(p)
     try:
-        if p.suffix == ".gz":
-            text = gzip.decompress(p.read_bytes()).decode("utf-8")
-        else:
-            text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such file", fix="check the path", source=str(p)) from None
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
-        raise InputError(
-            f"cannot read: {exc}", fix="pass a UTF-8 JSON file", source=str(p)
-        ) from None
-    try:
-        return json.loads(text)
+        # NaN, Infinity and overflowing literals (1e400) parse to non-finite floats here;
+        # check_plain_values then refuses them, naming the field.
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
@@ -36,13 +59,138 @@ def read_json(path: str | Path) -> Any:
             fix="fix the JSON syntax",
             source=str(p),
         ) from None
+    except RecursionError:
+        raise InputError(
+            f"nested more than {MAX_DEPTH} levels deep",
+            field="(file)",
+            fix="this is not a dlsched file; check what was written to it",
+            source=str(p),
+        ) from None
+    except (ValueError, MemoryError) as exc:  # e.g. an integer with more than 4,300 digits
+        raise InputError(
+            f"cannot parse: {str(exc)[:120]}", field="(file)", fix="fix the JSON",
+            source=str(p),
+        ) from None
+    try:
+        check_plain_values(doc)
+    except InputError as exc:
+        raise exc.with_source(str(p)) from None
+    return doc
+
+
+def _read_text(p: Path) -> str:
+    try:
+        size = p.stat().st_size
+        if size > MAX_BYTES:
+            raise InputError(
+                f"{size} bytes, more than the {MAX_BYTES} bytes dlsched reads", field="(file)",
+                fix="split the file, or check what was written to it",
+                source=str(p),
+            )
+        if p.name.endswith(".gz"):
+            with gzip.open(p, "rb") as fh:
+                data = fh.read(MAX_BYTES + 1)
+            if len(data) > MAX_BYTES:
+                raise InputError(
+                    f"decompresses to more than the {MAX_BYTES} bytes dlsched reads",
+                    field="(file)", fix="split the file, or check what was written to it",
+                    source=str(p),
+                )
+        else:
+            data = p.read_bytes()
+        return data.decode("utf-8")
+    except FileNotFoundError:
+        raise InputError("no such file", fix="check the path", source=str(p)) from None
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(
+            f"cannot read: {str(exc)[:160]}", field="(file)", fix="pass a UTF-8 JSON file",
+            source=str(p),
+        ) from None
+
+
+def _bad_number(value: Any) -> str | None:
+    """Why ``value`` (a parsed JSON scalar) is refused, or None when it is fine."""
+    t = type(value)
+    if t is float:
+        if not math.isfinite(value):
+            return f"{value} is not a finite number (JSON has no NaN or Infinity)"
+        if abs(value) > MAX_NUMBER:
+            return f"{value!r} is larger in magnitude than {MAX_NUMBER:g}"
+        if value != 0.0 and abs(value) < MIN_NORMAL:
+            return f"{value!r} is too close to zero (a subnormal float)"
+    elif t is int and abs(value) > MAX_INT:
+        return f"integer {str(value)[:30]}{'…' if len(str(value)) > 30 else ''} is larger " \
+               f"in magnitude than 2**53"
+    return None
+
+
+def check_plain_values(doc: Any) -> None:
+    """Raise InputError (field = the JSON path) for nesting deeper than :data:`MAX_DEPTH`
+    or a number outside the limits; fast and iterative (no recursion)."""
+    stack: list[tuple[Any, int]] = [(doc, 1)] if type(doc) in (dict, list) else []
+    bad = False
+    while stack and not bad:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            bad = True
+            break
+        for v in node.values() if type(node) is dict else node:
+            t = type(v)
+            if t is float:
+                if not -MAX_NUMBER <= v <= MAX_NUMBER or (
+                        v != 0.0 and -MIN_NORMAL < v < MIN_NORMAL):
+                    bad = True
+                    break
+            elif t is int:
+                if not -MAX_INT <= v <= MAX_INT:
+                    bad = True
+                    break
+            elif t is dict or t is list:
+                stack.append((v, depth + 1))
+    if not bad:
+        if type(doc) in (float, int) and _bad_number(doc):
+            raise InputError(_bad_number(doc) or "", field="(top level)",
+                             fix="a dlsched file is a JSON object")
+        return
+    path, why = _locate(doc)
+    raise InputError(
+        why,
+        field=field_path(path) or "(top level)",
+        fix="use a finite number in the documented range" if "deep" not in why
+        else "this is not a dlsched file; check what was written to it",
+    )
+
+
+def _locate(doc: Any) -> tuple[list[str | int], str]:
+    """Path and reason of the first value (in document order) that
+    :func:`check_plain_values` refuses."""
+    path: list[str | int] = []
+    stack = [iter(doc.items() if type(doc) is dict else enumerate(doc))]
+    while stack:
+        step = next(stack[-1], None)
+        if step is None:
+            stack.pop()
+            if path:
+                path.pop()
+            continue
+        key, v = step
+        if type(v) in (dict, list):
+            if len(stack) >= MAX_DEPTH:
+                return [*path, key], f"nested more than {MAX_DEPTH} levels deep"
+            path.append(key)
+            stack.append(iter(v.items() if type(v) is dict else enumerate(v)))
+        else:
+            why = _bad_number(v)
+            if why:
+                return [*path, key], why
+    return [], "unexpected value"
 
 
 def write_json(doc: Any, path: str | Path) -> None:
     """Write ``doc`` as indented JSON; gzip-compressed when the name ends in ``.gz``."""
     p = Path(path)
     text = pretty_json(doc)
-    if p.suffix == ".gz":
+    if p.name.endswith(".gz"):
         p.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
     else:
         p.write_text(text, encoding="utf-8", newline="\n")

@@ -12,13 +12,16 @@ from .files import read_json, write_json
 from .instance import Instance
 from .jobs import job_from_dict, running_from_dict
 from .problems import get_problem
-from .schema_check import check_against_schema
+from .schema_check import check_against_schema, has_definition
 from .topology import Cluster
 
 
 def instance_from_dict(doc: Any) -> Instance:
     """Build an Instance from its file form, enforcing the schema and the problem's needs."""
     check_against_schema(doc, "instance")
+    if has_definition("params", doc["problem"]):
+        check_against_schema(doc["params"], "params", definition=doc["problem"],
+                             prefix=("params",))
     cluster = Cluster.from_dict(doc["cluster"])
     jobs = tuple(job_from_dict(j) for j in doc["jobs"])
     running = tuple(running_from_dict(r) for r in doc.get("running", []))
@@ -116,7 +119,26 @@ def _check_references(instance: Instance) -> None:
 
 
 def load_instance(path: str | Path) -> Instance:
-    """Read and check an instance file (schema, references, the problem's needs, sha256)."""
+    """Read and check an instance file (schema, references, the problem's needs, sha256).
+
+    Parameters
+    ----------
+    path
+        An instance file: canonical JSON, gzip-compressed when the name ends in ``.gz``
+        (format: docs/formats.md).
+
+    Returns
+    -------
+    Instance
+        The checked instance.
+
+    Raises
+    ------
+    InputError
+        The file is missing or unreadable, breaks the schema, references unknown ids,
+        lacks a field its problem needs, or its stated sha256 does not match; the
+        one-line message names the file, the field and the fix.
+    """
     doc = read_json(path)
     try:
         return instance_from_dict(doc)
@@ -125,7 +147,8 @@ def load_instance(path: str | Path) -> Instance:
 
 
 def save_instance(instance: Instance, path: str | Path) -> str:
-    """Write the instance file; returns its sha256."""
+    """Write the instance file (gzip-compressed when the name ends in ``.gz``); returns its
+    sha256."""
     doc = instance.to_dict()
     write_json(doc, path)
     return doc["sha256"]

@@ -69,16 +69,32 @@ class RunningJob:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
 
+def _defaults(cls: type) -> tuple[tuple[str, bool, Any], ...]:
+    """(name, has a default, default) per dataclass field, computed once per class."""
+    cached = _DEFAULTS.get(cls)
+    if cached is None:
+        out = []
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                out.append((f.name, True, f.default))
+            elif f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+                out.append((f.name, True, f.default_factory()))  # type: ignore[misc]
+            else:
+                out.append((f.name, False, None))
+        cached = _DEFAULTS[cls] = tuple(out)
+    return cached
+
+
+_DEFAULTS: dict[type, tuple[tuple[str, bool, Any], ...]] = {}
+
+
 def to_plain(obj: Any) -> dict[str, Any]:
     """Dataclass → dict for JSON, leaving out fields equal to their default."""
     out: dict[str, Any] = {}
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        default = f.default if f.default is not dataclasses.MISSING else None
-        if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-            default = f.default_factory()  # type: ignore[misc]
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            out[f.name] = list(value) if isinstance(value, tuple) else value
+    for name, has_default, default in _defaults(type(obj)):
+        value = getattr(obj, name)
+        if not has_default:
+            out[name] = list(value) if isinstance(value, tuple) else value
             continue
         if value == default:
             continue
@@ -86,7 +102,7 @@ def to_plain(obj: Any) -> dict[str, Any]:
             value = [to_plain(v) if dataclasses.is_dataclass(v) else v for v in value]
         elif isinstance(value, Mapping):
             value = dict(value)
-        out[f.name] = value
+        out[name] = value
     return out
 
 

@@ -9,18 +9,16 @@ from typing import Any
 
 from .decision import Decision
 from .errors import InputError
+from .gaps import is_proven_optimal, relative_gap
 from .instance import Instance
 from .instance_io import load_instance
 from .problems import get_problem
 from .registry import get_method
-from .result import ModelSize, Result, Status, relative_gap
+from .result import ModelSize, Result, Status
 from .validate import validate
 
-OPTIMALITY_GAP = 1e-6
-OPTIMALITY_ABS = 1e-4
-"""A result is called optimal only when the method proved it and our gap is at most
-OPTIMALITY_GAP (relative) or OPTIMALITY_ABS (absolute, which absorbs CP-SAT's rounding of
-scaled coefficients)."""
+# A result is called optimal only when the method proved it and
+# dlsched.gaps.is_proven_optimal(objective, bound) holds (the tolerances live there).
 
 
 @dataclass
@@ -63,13 +61,18 @@ def solve(
     method
         A method registered for the instance's problem (``dlsched methods`` lists them).
     backend
-        For exact methods: ``cbc``, ``highs`` or ``cpsat`` (default: the method's own).
+        For exact methods: ``cbc``, ``highs``, ``scip`` or ``cpsat`` (default: the
+        method's own).
     time_limit
-        Wall-clock seconds for the solver (``None``: no limit).
+        Wall-clock seconds for the whole call: exact methods build their model and give
+        the solver what is left (``None``: no limit).
     seed
         Seed for randomized methods and solvers.
     options
-        Method-specific options, passed through.
+        Method-specific options, passed through. Every exact method also takes
+        ``num_workers`` (solver threads, default 1: reproducible), ``solver_options``
+        (a dict of the solver's own parameters) and ``initial_solution`` (a
+        :class:`Decision`, e.g. a heuristic's, handed to the solver as a warm start).
 
     Returns
     -------
@@ -110,22 +113,23 @@ def solve(
         )
     except InputError as exc:
         return Result(
-            Status.INVALID_INPUT,
-            None,
-            None,
-            None,
-            None,
-            time.perf_counter() - start,
-            method,
-            backend,
+            status=Status.INVALID_INPUT,
+            decision=None,
+            objective=None,
+            bound=None,
+            gap=None,
+            wall_time=time.perf_counter() - start,
+            method=method,
+            backend=backend,
             message=exc.one_line(),
         )
     wall = time.perf_counter() - start
-    return _finish(instance, out, method, backend, wall)
+    return _finish(instance, out, method, backend, wall, spec.objective)
 
 
 def _finish(
-    instance: Instance, out: MethodOutput, method: str, backend: str | None, wall: float
+    instance: Instance, out: MethodOutput, method: str, backend: str | None, wall: float,
+    schedule_objective: str | None = None,
 ) -> Result:
     objective = gap = None
     status = out.status
@@ -137,12 +141,11 @@ def _finish(
                 f"method {method!r} (backend {backend}) returned an infeasible "
                 f"decision for {instance.name or instance.sha256[:12]}: {report}"
             )
-        objective = get_problem(instance.problem).evaluate(instance, out.decision)
+        problem = get_problem(instance.problem)
+        objective = (problem.evaluate(instance, out.decision) if schedule_objective is None
+                     else problem.evaluate_schedule(instance, out.decision, schedule_objective))
         gap = relative_gap(objective, out.bound)
-        proven = gap is not None and (
-            gap <= OPTIMALITY_GAP or abs(objective - out.bound) <= OPTIMALITY_ABS
-        )
-        if status is Status.OPTIMAL and not proven:
+        if status is Status.OPTIMAL and not is_proven_optimal(objective, out.bound):
             status = Status.FEASIBLE
             message = (message + " " if message else "") + (
                 f"solver reported optimal but the gap is {gap}; reported as feasible"
@@ -152,17 +155,17 @@ def _finish(
     elif status.has_solution:
         raise MethodError(f"method {method!r} claims {status.value} without a decision")
     return Result(
-        status,
-        out.decision,
-        objective,
-        out.bound,
-        gap,
-        wall,
-        method,
-        backend,
-        out.model_size,
-        out.build_time,
-        message,
-        out.log,
-        out.extra,
+        status=status,
+        decision=out.decision,
+        objective=objective,
+        bound=out.bound,
+        gap=gap,
+        wall_time=wall,
+        method=method,
+        backend=backend,
+        model_size=out.model_size,
+        build_time=out.build_time,
+        message=message,
+        log=out.log,
+        extra=out.extra,
     )

@@ -2,12 +2,16 @@
 
 Heuristics use it to stay feasible; the validator computes loads on its own from the
 decision (see ``dlsched.validate``) and trusts none of this.
+
+Also the registry of *view policies*: fast forms of methods that read the simulator's
+live state (``dlsched.simulate.live.SimView``) instead of a rebuilt snapshot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -64,3 +68,38 @@ class ClusterState:
         self.busy[gpus] = True
         np.subtract.at(self.free_cpu, node_of[gpus], job.cpu_per_gpu)
         np.subtract.at(self.free_ram, node_of[gpus], job.ram_gb_per_gpu)
+
+
+# ---------------------------------------------------------------------- view policies
+@dataclass(frozen=True)
+class ViewPolicy:
+    """A method's fast form for the simulator: it reads the live view, not a snapshot.
+
+    ``decide(view, **options) -> Decision`` must return exactly the decision the
+    registered method returns on the snapshot of the same state (the simulator's
+    ``check="full"`` mode runs the snapshot method instead, and tests compare the two).
+    ``can_start(view, **options) -> bool`` is a cheap necessary condition for starting
+    anything; when it is False the simulator does not call the policy. ``options`` lists
+    the method options the fast form accepts; with any other option the simulator uses the
+    snapshot method. The view (``dlsched.simulate.live.SimView``) is read-only.
+    """
+
+    problem: str
+    method: str
+    decide: Callable[..., Any]
+    can_start: Callable[..., bool]
+    options: frozenset[str] = frozenset()
+
+
+_VIEW_POLICIES: dict[tuple[str, str], ViewPolicy] = {}
+
+
+def register_view_policy(policy: ViewPolicy) -> ViewPolicy:
+    """Register the fast form of method ``policy.method`` of ``policy.problem``."""
+    _VIEW_POLICIES[(policy.problem, policy.method)] = policy
+    return policy
+
+
+def view_policy(problem: str, method: str) -> ViewPolicy | None:
+    """The registered fast form of a method, or None."""
+    return _VIEW_POLICIES.get((problem, method))

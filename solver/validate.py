@@ -45,7 +45,34 @@ def validate(instance: Instance, decision: Decision) -> ValidationReport:
     job places each container once on one server with exactly its GPUs; per-GPU memory and
     per-server CPU and RAM hold (running jobs included); GPUs are not shared when the
     problem demands exclusivity. Then the problem's own rules.
+
+    A decision whose placements carry ``end`` is an offline *schedule* of the whole
+    workload and is checked by the schedule rules (see :func:`_schedule_violations`).
+
+    Parameters
+    ----------
+    instance
+        The snapshot (or, for a schedule, the workload) the decision is for.
+    decision
+        The placements to check; it is never trusted, whoever made it.
+
+    Returns
+    -------
+    ValidationReport
+        ``ok`` when no rule is broken; otherwise every :class:`Violation` found (a stable
+        ``kind``, the job, a message).
     """
+    numbers = _number_violations(decision)
+    if numbers:
+        return ValidationReport(tuple(numbers))
+    if any(p.end is not None for p in decision.placements):
+        return ValidationReport(tuple(_schedule_violations(instance, decision)))
+    return ValidationReport(tuple(_snapshot_violations(instance, decision)))
+
+
+def _snapshot_violations(instance: Instance, decision: Decision,
+                         problem_rules: bool = True) -> list[Violation]:
+    """The rules of a snapshot decision (all placements hold their GPUs at once)."""
     problem = get_problem(instance.problem)
     cluster = instance.cluster
     out: list[Violation] = []
@@ -123,9 +150,91 @@ def validate(instance: Instance, decision: Decision) -> ValidationReport:
         for g, jobs in enumerate(holders):
             if len(jobs) > 1 or (jobs and busy[g]):
                 out.append(Violation("exclusive", jobs[0], f"GPU {cluster.gpu_ids[g]} is shared"))
-    if ok_structure:
+    if ok_structure and problem_rules:
         out.extend(problem.check_decision(instance, decision))
-    return ValidationReport(tuple(out))
+    return out
+
+
+def _schedule_violations(instance: Instance, decision: Decision) -> list[Violation]:
+    """The rules of a timed decision (an offline schedule of every job of the workload).
+
+    Every placement has a start and an end; every job is scheduled exactly once; no job
+    starts before its ``submit_time``; ``end - start`` is the problem's run time of the job
+    on its GPUs (:meth:`Problem.schedule_duration`, which depends on the placement's shape);
+    and at every moment the jobs then running obey every snapshot rule (ids, demands,
+    GPU memory, server CPU/RAM, exclusive GPUs). Loads only rise at a start, so checking the
+    set of running jobs just after each distinct start covers every moment. Then the
+    problem's own rules on the whole schedule.
+    """
+    problem = get_problem(instance.problem)
+    out: list[Violation] = []
+    if not problem.schedule_objectives:
+        return [Violation("schedule", None, f"problem {problem.name!r} defines no timed "
+                                            "schedules (placements with start and end)")]
+    timed = []
+    for p in decision.placements:
+        if p.start is None or p.end is None:
+            out.append(Violation("schedule", p.job, "a schedule needs start and end on every "
+                                                    "placement"))
+        elif not (np.isfinite(p.start) and np.isfinite(p.end)):
+            out.append(Violation("schedule", p.job, f"start {p.start} / end {p.end} "
+                                                    "not finite"))
+        else:
+            timed.append(p)
+    placed = [p.job for p in decision.placements]
+    twice = sorted({j for j in placed if placed.count(j) > 1})
+    if twice:
+        out.append(Violation("duplicate", twice[0], f"scheduled more than once: {twice[:5]}"))
+    missing = [j.id for j in instance.jobs if j.id not in set(placed)]
+    if missing:
+        out.append(Violation("schedule", missing[0], f"{len(missing)} job(s) not scheduled: "
+                                                     f"{missing[:5]}"))
+    if out:
+        return out
+    starts = sorted({p.start for p in timed})
+    seen: set[tuple[str, str | None]] = set()
+    for t in starts:
+        active = [p for p in timed if p.start <= t + TOL and p.end > t + TOL]
+        for v in _snapshot_violations(instance, Decision(tuple(active)), problem_rules=False):
+            if (v.kind, v.job) not in seen:
+                seen.add((v.kind, v.job))
+                out.append(Violation(v.kind, v.job, f"at t = {t:g}: {v.message}"))
+    if any(v.kind in ("unknown_job", "duplicate", "unknown_gpu", "unknown_node")
+           for v in out):
+        return out
+    for p in timed:
+        job = instance.job(p.job)
+        if p.start < job.submit_time - TOL:
+            out.append(Violation("release", p.job, f"starts at {p.start:g}, before its "
+                                                   f"submit time {job.submit_time:g}"))
+        if not p.gpus:
+            continue  # the snapshot rules report it
+        duration = problem.schedule_duration(instance, p.job, p.gpus)
+        if not abs(p.end - p.start - duration) <= TOL * max(1.0, abs(duration)):
+            out.append(Violation("duration", p.job, f"runs {p.end - p.start:g} s on these GPUs, "
+                                                    f"needs {duration:g} s"))
+    out.extend(problem.check_decision(instance, decision))
+    return out
+
+
+MAX_TIME = 1e12
+"""Largest magnitude of a start or end time (seconds), as in the solution schema."""
+
+
+def _number_violations(decision: Decision) -> list[Violation]:
+    """Every number of a decision (``start``, ``end``) must be a finite real number within
+    ±:data:`MAX_TIME`; NaN compares false with everything, so it is caught here, first."""
+    out = []
+    for p in decision.placements:
+        for name in ("start", "end"):
+            value = getattr(p, name, None)
+            if value is None:
+                continue
+            if (isinstance(value, bool) or not isinstance(value, int | float | np.number)
+                    or abs(value) > MAX_TIME or not np.isfinite(value)):
+                out.append(Violation("number", str(p.job), f"{name} = {value!r} is not a finite "
+                                     f"number within ±{MAX_TIME:g}"))
+    return out
 
 
 def _first(jobs: list[str]) -> str | None:
@@ -184,13 +293,36 @@ def _container_loads(instance, job, placement, out):
     return gpu_mem, node_load
 
 
-def evaluate(instance: Instance, decision: Decision) -> float:
+def evaluate(instance: Instance, decision: Decision, objective: str | None = None) -> float:
     """The problem's objective for ``decision``, computed from the decision alone.
 
-    Raises ValueError when the decision is infeasible: an infeasible decision has no
-    objective value.
+    ``objective`` names a schedule objective of the problem (``makespan``,
+    ``weighted_jct``, ``qos``; see :meth:`Problem.evaluate_schedule`) for a timed decision
+    (an offline schedule); ``None`` is the problem's snapshot objective.
+
+    Parameters
+    ----------
+    instance
+        The snapshot (or workload) the decision is for.
+    decision
+        A decision for ``instance``; it is validated first.
+    objective
+        ``None`` for the problem's own objective, or the name of a schedule objective.
+
+    Returns
+    -------
+    float
+        The objective value (the problem's ``sense`` says whether lower or higher is better).
+
+    Raises
+    ------
+    ValueError
+        The decision is infeasible: an infeasible decision has no objective value.
     """
     report = validate(instance, decision)
     if not report.ok:
         raise ValueError(f"cannot evaluate an infeasible decision: {report}")
-    return get_problem(instance.problem).evaluate(instance, decision)
+    problem = get_problem(instance.problem)
+    if objective is None:
+        return problem.evaluate(instance, decision)
+    return problem.evaluate_schedule(instance, decision, objective)

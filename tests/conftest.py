@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-ALL_BACKENDS = ("cbc", "highs", "cpsat")
+ALL_BACKENDS = ("cbc", "highs", "scip", "cpsat")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

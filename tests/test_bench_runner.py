@@ -66,17 +66,17 @@ def test_gap_formula_by_hand():
 def test_table_shape_and_hand_checked_gap(suite, tmp_path):
     out = tmp_path / "r.csv"
     rows, _ = run_bench(suite, settings(), out)
-    # 2 instances × (exact on 3 backends + fifo, greedy, obp) × 1 seed
-    assert len(rows) == 2 * 6
+    # 2 instances × (exact on 4 backends + fifo, greedy, obp) × 1 seed
+    assert len(rows) == 2 * 7
     table = read_table(out)
     assert list(table.columns) == list(COLUMNS)
-    assert len(table) == 12
+    assert len(table) == 14
     assert set(table["status"]) <= {"optimal", "feasible"}
     exact = table[(table["instance"] == "hand") & (table["method"] == "exact")]
-    assert set(exact["backend"]) == {"cbc", "highs", "cpsat"}
+    assert set(exact["backend"]) == {"cbc", "highs", "scip", "cpsat"}
     # optimum: place j0 on the busy GPU: memory (1 + 1) / 8 = 0.25, interference
     # f(0.10 + 0.10) = 0.2, total 0.45; FIFO uses idle GPUs only, so j0 waits: penalty 10
-    assert exact["objective"].tolist() == pytest.approx([0.45] * 3)
+    assert exact["objective"].tolist() == pytest.approx([0.45] * 4)
     assert (exact["status"] == "optimal").all()
     fifo = table[(table["instance"] == "hand") & (table["method"] == "fifo")].iloc[0]
     assert fifo["objective"] == pytest.approx(10.0)

@@ -116,3 +116,48 @@ def test_help_on_each_command(capsys):
 def test_unknown_method_is_bad_input(instance_file, capsys):
     assert main(["solve", str(instance_file), "--method", "magic"]) == 2
     assert "no method 'magic'" in capsys.readouterr().err
+
+
+def _command_paths(parser, prefix=()):
+    """Every command path of the parser tree, e.g. ("generate", "horus")."""
+    import argparse
+
+    yield prefix
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _command_paths(sub, (*prefix, name))
+
+
+def test_every_help_exits_0(capsys):
+    from dlsched.cli import build_parser
+
+    paths = list(_command_paths(build_parser()))
+    assert ("generate", "sched2") in paths and ("compete",) in paths
+    for path in paths:
+        with pytest.raises(SystemExit) as exit_:
+            main([*path, "--help"])
+        assert exit_.value.code == 0, path
+        assert "usage" in capsys.readouterr().out, path
+
+
+def test_an_unexpected_exception_is_one_line_exit_3(monkeypatch, capsys):
+    import dlsched.cli as cli
+
+    def boom(args):
+        raise ZeroDivisionError("division by zero\nsecond line")
+
+    monkeypatch.setattr(cli, "_cmd_methods", boom)
+    monkeypatch.delenv("DLSCHED_TRACEBACK", raising=False)
+    assert main(["methods"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("internal error: ZeroDivisionError: division by zero second line")
+    assert "(please report" in err
+
+
+def test_generate_help_in_a_real_process():
+    proc = subprocess.run([sys.executable, "-m", "dlsched.cli", "generate", "--help"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "sched2" in proc.stdout

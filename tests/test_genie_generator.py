@@ -7,10 +7,10 @@ from collections import Counter
 import pytest
 
 from dlsched.cli import main
-from dlsched.genie_model import TABLE3_MODELS, solo_latency
 from dlsched.instance_io import load_instance, save_instance
 from dlsched.instances.genie_gen import generate_genie, generate_genie_workload, genie_snapshot
 from dlsched.problems.genie import parse_genie_params, task_of
+from dlsched.problems.genie.model import TABLE3_MODELS, solo_latency
 
 
 def test_same_arguments_same_bytes(tmp_path):

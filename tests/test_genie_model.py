@@ -1,4 +1,4 @@
-"""Tests of the GENIE performance model (solver/genie_model.py), paper seed 000 Sec. 5.
+"""Tests of the GENIE performance model (solver/problems/genie/model.py), paper seed 000 Sec. 5.
 
 Expected values are worked out by hand in the comments, never by calling the code.
 """
@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from dlsched.genie_model import (
+from dlsched.problems.genie.model import (
     TABLE3_MODELS,
     ModelCoefficients,
     Platform,

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import sys
+from pathlib import Path
 
+import jsonschema
 import pytest
 
 from dlsched import Decision, InputError, Placement, load_instance, load_solution, save_instance
+from dlsched.cli import main
 from dlsched.decision import save_solution
+from dlsched.files import MAX_BYTES, MAX_DEPTH, MAX_INT, MAX_NUMBER, check_plain_values, read_json
 from dlsched.instances.horus_gen import generate_horus
+from dlsched.schema_check import check_against_schema, compile_schema, schema
 from dlsched.topology import Level, homogeneous_cluster
+from dlsched.validate import validate
 from factories import horus_instance, running
+
+sys.path.insert(0, str(Path(__file__).parent / "data"))
 
 
 def test_round_trip_keeps_content_and_checksum(tmp_path):
@@ -57,7 +67,7 @@ def _doc():
     (lambda d: d.update(problem="tetris"), "problem", "unknown problem"),
     (lambda d: d.update(sha256="0" * 64), "sha256", "does not match"),
     (lambda d: d["jobs"].append(dict(d["jobs"][0])), "jobs[1].id", "twice"),
-    (lambda d: d["jobs"][0].update(colour="red"), "jobs[0]", "Additional properties"),
+    (lambda d: d["jobs"][0].update(colour="red"), "jobs[0].colour", "Additional properties"),
 ])
 def test_bad_instance_names_file_field_and_fix(tmp_path, mutate, field, words):
     doc = _doc()
@@ -109,3 +119,120 @@ def test_duplicate_ids_in_cluster():
 
     with pytest.raises(InputError, match="used twice"):
         Cluster.from_dict(doc)
+
+
+# ---------------------------------------------------------------- broken files, limits, gzip
+BROKEN = Path(__file__).parent / "data" / "broken"
+EXPECTED = json.loads((BROKEN / "expected.json").read_text())
+
+
+def test_the_broken_files_are_the_ones_the_script_writes():
+    from make_broken import cases
+
+    made = cases()
+    assert set(made) == set(EXPECTED)
+    for name, (data, field) in made.items():
+        assert (BROKEN / name).read_bytes() == data, name
+        assert EXPECTED[name] == field
+
+
+def test_the_base_files_are_valid():
+    base = load_instance(BROKEN / "base-instance.json")
+    decision = load_solution(BROKEN / "base-solution.json", base)
+    assert validate(base, decision).ok
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_broken_file_is_one_line_naming_file_and_field(name, capsys):
+    path = BROKEN / name
+    with pytest.raises(InputError) as err:
+        if name.startswith("instance"):
+            load_instance(path)
+        else:
+            load_solution(path, load_instance(BROKEN / "base-instance.json"))
+    assert err.value.source == str(path)
+    assert err.value.field == EXPECTED[name]
+    assert err.value.fix
+    line = err.value.one_line()
+    assert "\n" not in line and len(line) < 600
+    argv = (["solve", str(path), "--method", "greedy"] if name.startswith("instance")
+            else ["validate", str(BROKEN / "base-instance.json"), str(path)])
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}: {EXPECTED[name]}: ")
+
+
+def test_save_instance_and_solution_honour_gz(tmp_path):
+    inst = horus_instance([("a", 1, 10.0, 1.0)])
+    sha = save_instance(inst, tmp_path / "i.json.gz")
+    assert (tmp_path / "i.json.gz").read_bytes()[:2] == b"\x1f\x8b"
+    assert load_instance(tmp_path / "i.json.gz").sha256 == sha
+    decision = Decision.of([Placement("a", ("n0/g1",))])
+    save_solution(inst, decision, tmp_path / "s.json.gz", method="manual")
+    assert (tmp_path / "s.json.gz").read_bytes()[:2] == b"\x1f\x8b"
+    assert load_solution(tmp_path / "s.json.gz", inst) == decision
+
+
+def test_limits_at_the_edge(tmp_path):
+    doc = {"a": 1}
+    for _ in range(MAX_DEPTH - 1):
+        doc = {"a": doc}
+    check_plain_values(doc)  # 64 levels: fine
+    with pytest.raises(InputError, match="nested more than 64"):
+        check_plain_values({"a": doc})
+    check_plain_values([MAX_NUMBER, -MAX_NUMBER, MAX_INT, 5e-300, 0.0])
+    for bad in (MAX_NUMBER * 1.01, MAX_INT + 1, 1e-310, float("nan"), float("-inf")):
+        with pytest.raises(InputError) as err:
+            check_plain_values({"x": [0, {"y": bad}]})
+        assert err.value.field == "x[1].y"
+    path = tmp_path / "big.json.gz"
+    path.write_bytes(gzip.compress(b" " * (MAX_BYTES + 10)))
+    with pytest.raises(InputError, match="decompresses to more than"):
+        read_json(path)
+    for what in (tmp_path, tmp_path / "nul\0.json"):
+        with pytest.raises(InputError):
+            read_json(what)
+
+
+def _jsonschema_ok(doc, name):
+    validator = jsonschema.Draft202012Validator(schema(name))
+    return not any(True for _ in validator.iter_errors(doc))
+
+
+def test_the_compiled_checker_agrees_with_jsonschema():
+    """On valid files both accept; on hand-made violations both refuse; the compiled one
+    refuses more only for non-finite numbers and floats where integers are asked."""
+    inst = json.loads((BROKEN / "base-instance.json").read_text())
+    sol = json.loads((BROKEN / "base-solution.json").read_text())
+    for doc, name in ((inst, "instance"), (sol, "solution")):
+        assert _jsonschema_ok(doc, name)
+        check_against_schema(doc, name)
+    library = sorted((Path(__file__).parents[1] / "instances" / "library").glob("*/instances/*"))
+    for path in library[:12]:
+        doc = read_json(path)
+        assert _jsonschema_ok(doc, "instance")
+        check_against_schema(doc, "instance")
+    for name in sorted(EXPECTED):
+        if "json" not in name or not name.startswith(("instance", "solution")):
+            continue
+        try:
+            doc = read_json(BROKEN / name)
+        except InputError:
+            continue
+        kind = "instance" if name.startswith("instance") else "solution"
+        mine = True
+        try:
+            check_against_schema(doc, kind)
+        except InputError:
+            mine = False
+        if not _jsonschema_ok(doc, kind):
+            assert not mine, name  # jsonschema refuses: the compiled checker refuses too
+        elif not mine:
+            assert "float-num-gpus" in name, name  # the only stricter case in this set
+
+
+def test_every_bundled_schema_compiles():
+    for name in ("instance", "solution", "params"):
+        compile_schema(schema(name))
+        for definition in schema(name).get("$defs", {}):
+            compile_schema(schema(name), f"#/$defs/{definition}")

@@ -1,4 +1,4 @@
-"""Tests of GENIE's lightweight profiler (solver/profiler.py), paper seed 000 Sec. 5.1.5.
+"""GENIE's lightweight profiler (solver/problems/genie/profiler.py), paper seed 000 Sec. 5.1.5.
 
 Synthetic measurements are generated here from the model's equations written out with
 numpy, independently of the code under test.
@@ -10,7 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dlsched.profiler import fit_comm, fit_profile, fit_profiles, fit_single_gpu, read_table
+from dlsched.problems.genie.profiler import (
+    fit_comm,
+    fit_profile,
+    fit_profiles,
+    fit_single_gpu,
+    read_table,
+)
 
 # True coefficients: q(b) = 20 + 3 b - 0.01 b^2 (vertex 150), gamma 0.5, lambda 0.4.
 K0, K1, K2, GAMMA, LAM = 20.0, 3.0, -0.01, 0.5, 0.4

@@ -87,9 +87,9 @@ GENIE_POLICIES = ("swaf", "fifo", "capacity", "minmin", "wfair", "tetris-perf", 
 
 @pytest.mark.parametrize("method", [*GENIE_POLICIES, "exact"])
 def test_genie_policies_plug_in_with_latency_model(method):
-    from dlsched.genie_model import Shape, latency
     from dlsched.instances.genie_gen import generate_genie_workload
     from dlsched.problems.genie import parse_genie_params, task_of
+    from dlsched.problems.genie.model import Shape, latency
     from dlsched.simulate import Policy
     # the paper's 4 x 4 platform: Capacity's per-model shares (16 GPUs / 6 models) are >= 1
     w = generate_genie_workload(seed=1, nodes=4, gpus_per_node=4, density=6.0, duration=2.0)

@@ -14,13 +14,14 @@ samples/s) and the packed and spread runs are the placements ``<1, n>`` and ``<n
 
 What it does:
 
-1. turns the measured proxies into a GENIE profiling table (``dlsched.profiler`` columns):
+1. turns the measured proxies into a GENIE profiling table (columns of
+   ``dlsched.problems.genie.profiler``):
    ResNet50 <- Gavel ResNet-50; Regularized LSTM (``rlstm``) <- Gavel LM (an LSTM word
    language model, the task of Zaremba et al.); Seq2seq <- Gavel Transformer (machine
    translation, the task of Sutskever et al.);
-2. fits each with :func:`dlsched.profiler.fit_profile`, keeping the multi-GPU runs inside the
-   paper's platform (4 nodes x 4 GPUs, Table 1: so ``n <= 4``); the 8-GPU runs are scored as
-   held-out extrapolation;
+2. fits each with :func:`dlsched.problems.genie.profiler.fit_profile`, keeping the multi-GPU
+   runs inside the paper's platform (4 nodes x 4 GPUs, Table 1: so ``n <= 4``); the 8-GPU
+   runs are scored as held-out extrapolation;
 3. sets AlexNet, GoogLeNet and Inception-v3, which Gavel did not measure, by hand (see
    ``CHOSEN`` below) from the fitted ResNet-50 plateau scaled by forward arithmetic;
 4. writes ``solver/data/genie_coefficients.json``.
@@ -44,7 +45,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from dlsched.genie_model import (  # noqa: E402
+from dlsched.problems.genie.model import (  # noqa: E402
     TABLE3_MODELS,
     ModelCoefficients,
     Shape,
@@ -52,7 +53,7 @@ from dlsched.genie_model import (  # noqa: E402
     processing_rate,
     single_gpu_rate,
 )
-from dlsched.profiler import FitError, fit_profile  # noqa: E402
+from dlsched.problems.genie.profiler import FitError, fit_profile  # noqa: E402
 
 DEFAULT_INPUT = REPO_ROOT.parent / "shared/data/gavel_throughputs/simulation_throughputs.json"
 DEFAULT_OUTPUT = REPO_ROOT / "solver/data/genie_coefficients.json"
@@ -196,7 +197,8 @@ def derive(data: dict, gpu: str) -> dict:
     return {
         "format_version": 1,
         "description": (
-            "Default coefficients of the GENIE prediction model (solver/genie_model.py) for "
+            "Default coefficients of the GENIE prediction model (solver/problems/genie/model.py) "
+            "for "
             "the six models of the GENIE paper's Table 3. Rates in samples/s of one GPU, "
             "gamma in GPU-equivalents, nu in seconds."
         ),

@@ -7,7 +7,7 @@ read these definitions; none of them is trusted to check itself.
 The built-in problems are the modules imported below; each registers itself.
 """
 
-from . import genie, horus, liquid, sched2  # noqa: F401  (each registers its problem)
+from . import genie, horus, inference, liquid, sched2  # noqa: F401  (each registers its problem)
 from .base import Problem, Violation, get_problem, problem_names, register_problem
 
 __all__ = ["Problem", "Violation", "get_problem", "problem_names", "register_problem"]

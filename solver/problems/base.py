@@ -26,21 +26,69 @@ class Violation:
 
 
 class Problem:
-    """Base class: subclass it, set the class attributes and implement the hooks."""
+    """Base class: subclass it, set the class attributes and implement the hooks.
+
+    A problem says what a valid decision is and what it costs, independently of every
+    model and heuristic; :func:`dlsched.validate` and :func:`dlsched.evaluate` call its
+    hooks. Register an instance with :func:`register_problem`.
+
+    Attributes
+    ----------
+    name
+        The problem's name, as written in instance files (``"problem": ...``).
+    sense
+        ``"min"`` or ``"max"``: the direction of :meth:`evaluate`'s objective.
+    job_fields
+        Job fields every job of this problem must carry (checked on load).
+    exclusive_gpus
+        GPUs are not shared between jobs (running ones included).
+    whole_batch
+        A decision must place every pending job or none.
+    """
 
     name: ClassVar[str]
     sense: ClassVar[str] = "min"  # "min" or "max"
     job_fields: ClassVar[tuple[str, ...]] = ()
     exclusive_gpus: ClassVar[bool] = False
     whole_batch: ClassVar[bool] = False  # a decision must place every pending job or none
-    objective_name: ClassVar[str] = "objective"
 
     def parse_params(self, params: Mapping[str, Any]) -> Any:
-        """Typed, validated parameters; raise InputError (field ``params.X``) when bad."""
+        """Typed, validated parameters of the instance's ``params`` object.
+
+        Parameters
+        ----------
+        params
+            The instance file's ``params`` mapping.
+
+        Returns
+        -------
+        Any
+            The problem's parameter object (the mapping itself by default).
+
+        Raises
+        ------
+        InputError
+            A parameter is missing or bad (field ``params.X``).
+        """
         return params
 
     def check_instance(self, instance: Instance) -> None:
-        """Raise InputError when the instance lacks what this problem needs."""
+        """Check that ``instance`` has what this problem needs (called on load).
+
+        Parameters
+        ----------
+        instance
+            The instance being loaded or built.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        InputError
+            A bad parameter, or a job without one of :attr:`job_fields`.
+        """
         self.parse_params(instance.params)
         for i, job in enumerate(instance.jobs):
             for name in self.job_fields:
@@ -52,12 +100,130 @@ class Problem:
                     )
 
     def check_decision(self, instance: Instance, decision: Decision) -> list[Violation]:
-        """Problem-specific feasibility rules beyond the generic ones."""
+        """Problem-specific feasibility rules beyond the validator's generic ones.
+
+        Parameters
+        ----------
+        instance
+            The snapshot.
+        decision
+            A decision that already passes the generic rules (ids, demands, capacities).
+
+        Returns
+        -------
+        list of Violation
+            Every problem rule the decision breaks (empty when none).
+        """
         return []
 
     def evaluate(self, instance: Instance, decision: Decision) -> float:
-        """The objective value of a (valid) decision, from the decision alone."""
+        """The objective value of a (valid) decision, from the decision alone.
+
+        Parameters
+        ----------
+        instance
+            The snapshot.
+        decision
+            A decision that passes :func:`dlsched.validate`.
+
+        Returns
+        -------
+        float
+            The objective, lower is better when :attr:`sense` is ``"min"``.
+        """
         raise NotImplementedError
+
+    # ---- what a benchmark report shows (dlsched.benchmarks.report) ----
+    report_gap: ClassVar[str] = "relative"
+    """How the report states a run's distance to the best known value: ``"relative"``
+    (|a − b| / max(|a|, |b|), printed only when every value of the group has one sign,
+    else ``"absolute"``), or ``"absolute"`` (a − b in the units of :attr:`report_gap_on`)."""
+    report_gap_on: ClassVar[str | None] = None
+    """The :meth:`report_metrics` entry the gap is taken on (``None``: the objective)."""
+
+    def report_metrics(self, instance: Instance, decision: Decision) -> dict[str, float]:
+        """The quantities a reader compares between methods, for a (valid) decision.
+
+        Parameters
+        ----------
+        instance
+            The snapshot.
+        decision
+            A decision that passes :func:`dlsched.validate`.
+
+        Returns
+        -------
+        dict of str to float
+            Name (with its unit) → value; the base class gives the objective alone.
+        """
+        return {"objective": float(self.evaluate(instance, decision))}
+
+    # ---- offline schedules (timed decisions: every placement has start and end) ----
+    schedule_objectives: ClassVar[Mapping[str, str]] = {}
+    """Objectives of whole-workload schedules this problem defines: name -> "min"/"max"."""
+
+    def schedule_duration(self, instance: Instance, job_id: str, gpus: tuple[str, ...]
+                          ) -> float:
+        """Run time of ``job_id`` alone on the GPUs ``gpus`` (exclusive, non-preemptive).
+
+        Problems that define offline schedules override it; the validator checks every
+        timed placement's ``end - start`` against it.
+
+        Parameters
+        ----------
+        instance
+            The workload (jobs with submit times).
+        job_id
+            The job's id.
+        gpus
+            The GPU ids of the placement.
+
+        Returns
+        -------
+        float
+            Seconds (the base class raises ``NotImplementedError``).
+        """
+        raise NotImplementedError(f"problem {self.name!r} defines no timed schedules")
+
+    def evaluate_schedule(self, instance: Instance, decision: Decision, objective: str
+                          ) -> float:
+        """A schedule objective of a (valid) timed decision, from its starts and ends.
+
+        ``makespan``: last end − first submit time; ``weighted_jct``: Σ weight × (end −
+        submit); ``qos``: percentage of jobs with a deadline after their submit time that
+        end by it (GENIE's QoS guarantee, Eq. 14).
+
+        Parameters
+        ----------
+        instance
+            The workload.
+        decision
+            A valid timed decision (every placement has ``start`` and ``end``).
+        objective
+            One of :attr:`schedule_objectives`.
+
+        Returns
+        -------
+        float
+            The objective value (seconds, or percent for ``qos``).
+
+        Raises
+        ------
+        InputError
+            ``objective`` is not one of :attr:`schedule_objectives`.
+        """
+        if objective not in self.schedule_objectives:
+            raise InputError(f"unknown schedule objective {objective!r}", field="objective",
+                             fix=f"use one of {sorted(self.schedule_objectives)}")
+        ends = {p.job: float(p.end) for p in decision.placements}
+        jobs = instance.jobs
+        if objective == "makespan":
+            return max(ends.values()) - min(j.submit_time for j in jobs)
+        if objective == "weighted_jct":
+            return sum(j.weight * (ends[j.id] - j.submit_time) for j in jobs)
+        met = sum(1 for j in jobs if j.deadline is not None and j.deadline > j.submit_time
+                  and ends[j.id] <= j.deadline + 1e-9)
+        return 100.0 * met / len(jobs)
 
 
 _PROBLEMS: dict[str, Problem] = {}

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -202,15 +203,25 @@ def horus_costs(instance: Instance) -> HorusCosts:
     job_mem = np.array([j.gpu_mem_gb for j in instance.jobs], dtype=float)
     job_util = np.array([j.gpu_util for j in instance.jobs], dtype=float)
     job_gpus = np.array([j.num_gpus for j in instance.jobs], dtype=np.int64)
-    functions = tuple(p.interference[t] for t in c.gpu_type)
+    functions = tuple(map(p.interference.__getitem__, c.gpu_type))
     cost = share_costs(p, c.gpu_type, cap, util, mem, job_util, job_mem)
-    base = p.w_util * np.array([fn(u / 100.0) for fn, u in zip(functions, util, strict=True)])
+    base = np.empty(len(util))
+    for name, cols in _type_columns(c.gpu_type):  # one vectorized call per GPU type
+        base[cols] = p.interference[name](util[cols] / 100.0)
+    base = p.w_util * base
     penalty = (
         p.unplaced_penalty
         if p.unplaced_penalty is not None
         else _default_penalty(p, instance, functions, job_mem, job_util, job_gpus)
     )
     return HorusCosts(p, cost, base, util, job_util, job_gpus, functions, penalty)
+
+
+@lru_cache(maxsize=16)
+def _type_columns(gpu_type: tuple[str, ...]) -> tuple[tuple[str, np.ndarray], ...]:
+    """(GPU type, boolean column mask) per type present, computed once per cluster."""
+    types = np.asarray(gpu_type)
+    return tuple((name, types == name) for name in sorted(set(gpu_type)))
 
 
 def share_costs(
@@ -235,9 +246,7 @@ def share_costs(
         )
     cum = (util[None, :] + job_util[:, None]) / 100.0
     interference = np.empty_like(cum)
-    types = np.asarray(gpu_type)
-    for name in set(gpu_type):
-        cols = types == name
+    for name, cols in _type_columns(gpu_type):
         interference[:, cols] = p.interference[name](cum[:, cols])
     return p.w_mem * mem_ratio + p.w_util * interference
 
@@ -256,7 +265,8 @@ def _default_penalty(p, instance, functions, job_mem, job_util, job_gpus) -> flo
     pos = cap > 0
     m_max = float(np.max((mem[pos] + job_mem.max()) / cap[pos])) if pos.any() else 0.0
     u_cap = (float(util.max()) + float(job_util.sum())) / 100.0
-    f_max = max(float(fn(u_cap)) for fn in set(functions))
+    f_max = max(float(p.interference[name](u_cap))
+                for name, _ in _type_columns(instance.cluster.gpu_type))
     per_share = p.w_mem * m_max + 2.0 * p.w_util * f_max
     return float(math.ceil(1.0 + int(job_gpus.sum()) * per_share))
 
@@ -324,16 +334,50 @@ def estimate_gpu_memory_gb(
 
 
 class HorusProblem(Problem):
+    """Horus (paper seed 002): place DL jobs on shared GPUs at least interference cost.
+
+    Jobs need ``num_gpus``, ``gpu_util`` and ``gpu_mem_gb``; GPUs may be shared within
+    their memory; the objective (minimized) is the interference and memory cost of the
+    placement plus a penalty per unplaced GPU request (:func:`horus_breakdown`).
+    """
+
     name = "horus"
     sense = "min"
     job_fields = ("num_gpus", "gpu_util", "gpu_mem_gb")
     exclusive_gpus = False
-    objective_name = "interference and memory cost + penalty per unplaced GPU request"
 
     def parse_params(self, params: Mapping[str, Any]) -> HorusParams:
+        """Parse ``params`` (cost weights and model, penalty, queues, beta, interference).
+
+        Parameters
+        ----------
+        params
+            The instance's ``params`` mapping.
+
+        Returns
+        -------
+        HorusParams
+            The typed parameters (:func:`parse_horus_params`).
+        """
         return parse_horus_params(params)
 
     def check_instance(self, instance: Instance) -> None:
+        """The base checks, and an interference function for every GPU type.
+
+        Parameters
+        ----------
+        instance
+            The instance being loaded.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        InputError
+            A job field is missing or a GPU type has no interference function.
+        """
         super().check_instance(instance)
         p = self.parse_params(instance.params)
         missing = sorted(set(instance.cluster.gpu_type) - set(p.interference))
@@ -346,7 +390,43 @@ class HorusProblem(Problem):
             )
 
     def evaluate(self, instance: Instance, decision: Decision) -> float:
+        """Interference and memory cost plus the unplaced-request penalty (minimized).
+
+        Parameters
+        ----------
+        instance
+            The snapshot.
+        decision
+            A valid decision.
+
+        Returns
+        -------
+        float
+            ``horus_breakdown(instance, decision).total``.
+        """
         return horus_breakdown(instance, decision).total
 
+    def report_metrics(self, instance: Instance, decision: Decision) -> dict[str, float]:
+        """GPU requests placed, placement cost and the penalty paid for the rest.
 
-HORUS = register_problem(HorusProblem())
+        Parameters
+        ----------
+        instance
+            The snapshot.
+        decision
+            A valid decision.
+
+        Returns
+        -------
+        dict of str to float
+            ``GPU requests placed``, ``GPU requests unplaced``, ``placement cost`` and
+            ``penalty`` (penalty per GPU × unplaced; cost + penalty = objective).
+        """
+        b = horus_breakdown(instance, decision)
+        asked = sum(j.num_gpus for j in instance.jobs)
+        return {"GPU requests placed": float(asked - b.unplaced_gpus),
+                "GPU requests unplaced": float(b.unplaced_gpus),
+                "placement cost": b.placement_cost, "penalty": b.penalty * b.unplaced_gpus}
+
+
+register_problem(HorusProblem())

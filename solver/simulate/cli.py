@@ -7,7 +7,8 @@ import sys
 
 from ..cli_support import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, parse_option_pairs
 from ..errors import InputError
-from ..instance_io import load_instance
+from ..instance_io import check_instance, load_instance
+from ..topology_io import load_topology
 from .engine import Policy, SimulationError, simulate
 from .results import save_results
 from .speed import INTERFERENCE_MODELS, LOCALITY_MODELS, SpeedModel
@@ -23,37 +24,60 @@ def add_commands(subparsers) -> None:
                    help="use the problem's exact snapshot model ('exact') at every event")
     p.add_argument("--time-limit", type=float, default=10.0,
                    help="seconds per policy call for exact policies (10)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the policy")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="policy option (JSON value), repeatable")
+    p.add_argument("--weights", default=None, metavar="FILE",
+                   help="weights of a learned policy (dqn: default the shipped agent)")
     p.add_argument("--interval", type=float, default=None,
                    help="also wake the policy every N seconds")
     p.add_argument("--batch-only", action="store_true",
                    help="call the policy only at the --interval wake-ups")
     p.add_argument("--locality", default="default",
-                   choices=["default", "none", *[m for m in LOCALITY_MODELS if m]])
+                   choices=["default", "none", *[m for m in LOCALITY_MODELS if m]],
+                   help="locality slowdown model (default: the problem's own)")
     p.add_argument("--interference", default="default",
-                   choices=["default", "none", *[m for m in INTERFERENCE_MODELS if m]])
+                   choices=["default", "none", *[m for m in INTERFERENCE_MODELS if m]],
+                   help="GPU-sharing interference model (default: the problem's own)")
+    p.add_argument("--reference", default="default", choices=["default", "ideal", "packed"],
+                   help="duration = time on an ideal or on the packed placement (default: "
+                        "packed for trace-derived workloads, else ideal)")
+    p.add_argument("--check", default="fast", choices=["fast", "full"],
+                   help="check decisions on what they touch (fast) or fully validate "
+                        "snapshots (full)")
     p.add_argument("--no-gpu-speed", action="store_true", help="ignore GPU speed attributes")
-    p.add_argument("--format", default="csv", choices=["csv", "parquet"])
-    p.add_argument("--no-plots", action="store_true")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--topology", default=None, metavar="FILE",
+                   help="run on this topology graph (.json node-link or .graphml) instead of "
+                   "the workload's cluster (docs/formats.md)")
+    p.add_argument("--format", default="csv", choices=["csv", "parquet"],
+                   help="format of the per-job table")
+    p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--out", required=True, help="output directory")
     p.set_defaults(func=_cmd_simulate)
 
 
-def _speed(args: argparse.Namespace, problem: str) -> SpeedModel:
-    base = SpeedModel.default_for(problem)
+def _speed(args: argparse.Namespace, workload) -> SpeedModel:
+    base = SpeedModel.for_workload(workload)
     loc = base.locality if args.locality == "default" else (
         None if args.locality == "none" else args.locality)
     inter = base.interference if args.interference == "default" else (
         None if args.interference == "none" else args.interference)
-    return SpeedModel(locality=loc, interference=inter, gpu_speed=not args.no_gpu_speed)
+    reference = args.reference
+    if reference == "default":  # the workload's reading, for the locality model chosen
+        reference = base.reference if loc in (None, "sched2", "gavel") else "ideal"
+    return SpeedModel(locality=loc, interference=inter, gpu_speed=not args.no_gpu_speed,
+                      reference=reference)
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
     try:
         workload = load_instance(args.workload)
+        if workload.problem == "inference":  # batch serving: dlsched.serve's simulator
+            from ..serve.cli import simulate_inference
+            return simulate_inference(args, workload)
+        if args.topology:
+            workload = check_instance(workload.replace(cluster=load_topology(args.topology)))
         if args.exact_per_event and args.policy not in (None, "exact"):
             raise InputError(f"--exact-per-event replaces the policy, got --policy {args.policy}",
                              field="--policy", fix="leave --policy out or pass --policy exact")
@@ -61,18 +85,21 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             raise InputError("no policy given", field="--policy",
                              fix="pass --policy NAME (dlsched methods) or --exact-per-event")
         method = "exact" if args.exact_per_event else args.policy
+        options = parse_option_pairs(args.option)
+        if args.weights is not None:
+            options["weights"] = args.weights
         policy = Policy(method, backend=args.backend, seed=args.seed,
                         time_limit=args.time_limit if args.exact_per_event or args.backend
-                        else None, options=parse_option_pairs(args.option), interval=args.interval,
+                        else None, options=options, interval=args.interval,
                         batch_only=args.batch_only)
-        speed = _speed(args, workload.problem)
+        speed = _speed(args, workload)
         bar = None
         if not args.no_progress:
             from tqdm import tqdm
             bar = tqdm(total=len(workload.jobs), unit="job", file=sys.stderr,
                        desc=f"{policy.label} on {workload.name or args.workload}")
         try:
-            run = simulate(workload, policy, speed, record_events=False,
+            run = simulate(workload, policy, speed, record_events=False, check=args.check,
                            progress=bar.update if bar is not None else None)
         finally:
             if bar is not None:

@@ -1,16 +1,27 @@
 """Metrics of a simulation run: a per-job table and a summary.
 
 Per job: submit, start, end, GPUs, servers, wait = start - submit, JCT = end - submit,
-run = end - start, ideal = the job's work (solo run time on an ideal placement),
+run = end - start (start of the run that completed; ``requeues``: earlier runs a policy
+such as PAB ended by moving the job back to the queue, their progress lost),
+ideal = the job's work (solo run time on an ideal placement),
 slowdown = JCT / ideal, run_slowdown = run / ideal, locality slowdown of its placement,
 SCHED² execution effectiveness E = ideal / (wait + run) (Eq. 2).
 
-Summary: makespan (last completion - first arrival), JCT mean / median / p95, wait mean /
-median, time-weighted GPU utilization (busy GPUs integrated over [first arrival,
+Summary: makespan (last completion - first arrival); ``jct_mean`` / ``jct_median`` /
+``jct_p95``: job completion time **end - submit** (waiting included); ``run_time_mean`` /
+``run_time_median``: **end - start**, the run time of the completing run (the Horus
+paper's JCT, Fig. 7); wait mean / median, time-weighted GPU utilization (busy GPUs
+integrated over [first arrival,
 last completion] / (GPUs x that span); a GPU is busy while at least one job holds it),
+``gpu_util_aggregate``: the Horus papers' cluster GPU utilization (Figs. 8-9): per GPU
+the sum of the utilizations (``gpu_util``, percent) of the jobs on it, capped at 100 %,
+time-weighted over the same span and averaged over GPUs, as a fraction (jobs without a
+``gpu_util`` count 0; requeued attempts count while they ran); ``gpu_util_sum_mean``: the
+same without the cap (the offered load; above 1 means oversubscribed GPUs);
+``requeues``: how many times a running job was moved back to the queue;
 mean execution effectiveness, mean fragmentation (SCHED² Eq. 1, time-weighted over the
 same span), and, when jobs carry deadlines, GENIE's QoS-guarantee percentage (Eq. 14) and
-average normalized latency (Eqs. 15-16) from ``dlsched.genie_model``.
+average normalized latency (Eqs. 15-16) from ``dlsched.problems.genie.model``.
 
 Fragmentation reading (Eq. 1): per server, x_i is the remaining time of GPU i (0 when
 idle), n the server's GPU count; an all-idle server has fragmentation 0 (the formula's
@@ -22,12 +33,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..genie_model import average_normalized_latency, qos_guarantee_pct
+from ..problems.genie.model import average_normalized_latency, qos_guarantee_pct
 from .engine import SimRun
 
 JOB_COLUMNS = ("job", "submit", "start", "end", "num_gpus", "nodes", "gpus", "wait", "jct",
                "run", "ideal", "slowdown", "run_slowdown", "locality_slowdown",
-               "effectiveness", "deadline", "model")
+               "effectiveness", "deadline", "model", "requeues")
 
 
 def job_table(run: SimRun) -> pd.DataFrame:
@@ -48,6 +59,7 @@ def job_table(run: SimRun) -> pd.DataFrame:
             wait, jct, span, rec.work, jct / rec.work, span / rec.work, rec.locality_slowdown,
             rec.work / (wait + span) if rec.end is not None else np.nan,
             job.deadline if job.deadline is not None else np.nan, job.model or "",
+            len(rec.attempts),
         ))
     return pd.DataFrame(rows, columns=list(JOB_COLUMNS))
 
@@ -67,12 +79,52 @@ def _time_weighted(t: np.ndarray, v: np.ndarray, start: float, end: float) -> fl
     return float(np.sum(v * np.diff(edges)) / (end - start))
 
 
+def aggregate_gpu_utilization(run: SimRun, start: float, end: float) -> tuple[float, float]:
+    """(capped, uncapped) time-weighted mean per-GPU summed job utilization over [start, end].
+
+    Built from the job records alone (every run and requeued attempt): per GPU a step
+    function of the summed ``gpu_util`` (percent) of the jobs holding it; the capped value
+    clips each GPU at 100 %. Both are fractions of all GPUs over the span.
+    """
+    n_gpus = run.workload.cluster.num_gpus
+    if end <= start or n_gpus == 0:
+        return 0.0, 0.0
+    key, t, d = [], [], []
+    for rec in run.records:
+        u = rec.job.gpu_util or 0.0
+        spans = [(a, b, g) for a, b, g in rec.attempts]
+        if rec.start is not None and rec.end is not None and rec.gpus is not None:
+            spans.append((rec.start, rec.end, tuple(rec.gpus.tolist())))
+        for a, b, gpus in spans:
+            for g in gpus:
+                key += [g, g]
+                t += [a, b]
+                d += [u, -u]
+    if not key:
+        return 0.0, 0.0
+    k, tt, dd = np.array(key), np.clip(np.array(t, dtype=float), start, end), np.array(d)
+    order = np.lexsort((dd, tt, k))  # per GPU by time, removals first at equal times
+    k, tt, dd = k[order], tt[order], dd[order]
+    level = np.cumsum(dd)
+    first = np.r_[True, k[1:] != k[:-1]]
+    base = np.maximum.accumulate(np.where(first, np.arange(len(k)), 0))
+    level = level - np.r_[0.0, np.cumsum(dd)][base]  # per-GPU running sum
+    level = np.maximum(level, 0.0)
+    nxt = np.r_[tt[1:], end]
+    last = np.r_[k[1:] != k[:-1], True]
+    width = np.where(last, 0.0, nxt - tt)  # a GPU's level after its last event is 0
+    total = float(n_gpus * (end - start) * 100.0)
+    return (float(np.sum(np.minimum(level, 100.0) * width)) / total,
+            float(np.sum(level * width)) / total)
+
+
 def summary(run: SimRun, table: pd.DataFrame | None = None) -> dict[str, float]:
     """The summary metrics of a run (see the module docstring)."""
     df = job_table(run) if table is None else table
     finished = df.dropna(subset=["end"])
     first, last = float(df["submit"].min()), float(finished["end"].max())
     g = run.workload.cluster.num_gpus
+    agg, agg_sum = aggregate_gpu_utilization(run, first, last)
     out: dict[str, float] = {
         "jobs": float(len(df)),
         "completed": float(len(finished)),
@@ -80,10 +132,15 @@ def summary(run: SimRun, table: pd.DataFrame | None = None) -> dict[str, float]:
         "jct_mean": float(finished["jct"].mean()),
         "jct_median": float(finished["jct"].median()),
         "jct_p95": float(finished["jct"].quantile(0.95)),
+        "run_time_mean": float(finished["run"].mean()),
+        "run_time_median": float(finished["run"].median()),
         "wait_mean": float(finished["wait"].mean()),
         "wait_median": float(finished["wait"].median()),
         "slowdown_mean": float(finished["slowdown"].mean()),
         "gpu_utilization": _time_weighted(run.busy_t, run.busy_n / g, first, last),
+        "gpu_util_aggregate": agg,
+        "gpu_util_sum_mean": agg_sum,
+        "requeues": float(run.requeues),
         "effectiveness_mean": float(finished["effectiveness"].mean()),
         "fragmentation_mean": _time_weighted(run.frag_t, run.frag, first, last),
         "policy_calls": float(run.policy_calls),

@@ -3,12 +3,12 @@
 A snapshot holds a homogeneous platform ⟨N servers, G GPUs each⟩, tasks already running
 (exclusive GPUs) and a queue of waiting tasks. A decision starts some waiting tasks now,
 each on a symmetric shape ⟨d_node, d_gpn⟩: d_node distinct servers with d_gpn GPUs each.
-The performance model (latency, processing rate, cost, CER) is ``dlsched.genie_model``.
+The performance model (latency, processing rate, cost, CER) is ``dlsched.problems.genie.model``.
 
 Instance parameters (``params``), so that an instance file is self-contained:
 
 * ``theta`` (default 0.4): θ of Eq. 10;
-* ``coefficients``: per model name, the :class:`~dlsched.genie_model.ModelCoefficients`
+* ``coefficients``: per model name, the :class:`~dlsched.problems.genie.model.ModelCoefficients`
   fields (``b_sat`` null = no plateau). Missing: the shipped defaults
   (``solver/data/genie_coefficients.json``); generators embed them in the file.
 
@@ -40,12 +40,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..genie_model import (
+from ...errors import InputError
+from ..base import Problem, Violation, register_problem
+from .model import (
     KINDS,
     QOS_CLASSES,
     ModelCoefficients,
@@ -58,12 +60,11 @@ from ..genie_model import (
     load_default_coefficients,
     processing_rate,
 )
-from .base import Problem, Violation, register_problem
 
 if TYPE_CHECKING:
-    from ..decision import Decision
-    from ..instance import Instance
-    from ..jobs import Job
+    from ...decision import Decision
+    from ...instance import Instance
+    from ...jobs import Job
 
 ECT_TOL = 1e-6
 """Seconds of slack in ``time + latency <= deadline`` (absorbs float noise only)."""
@@ -191,15 +192,46 @@ def genie_table(instance: Instance) -> GenieTable:
     for job in instance.jobs:
         coef = params.coefficients[job.model]
         task = task_of(job)
-        row = []
-        for shape in feasible_shapes(platform, batch=job.batch_size):
-            lat = latency(coef, task, shape)
-            row.append(ShapeOption(shape, lat, processing_rate(coef, task, shape),
-                                   cer(coef, task, shape, platform),
-                                   meets_ect(instance.time, lat, job)))
-        options.append(tuple(row))
+        t = instance.time
+        options.append(tuple(on_time if meets_ect(t, lat, job) else late
+                             for lat, on_time, late in _predictions(coef, task, platform,
+                                                                    job.batch_size)))
     c_max = sum(max(o.cer for o in row) for row in options)
     return GenieTable(params, platform, tuple(options), lexicographic_weight(c_max))
+
+
+_PREDICTIONS: dict[tuple, tuple[tuple[float, ShapeOption, ShapeOption], ...]] = {}
+_PREDICTIONS_MAX = 50_000
+
+
+def _predictions(coef: ModelCoefficients, task: Task, platform: Platform,
+                 batch: float | None) -> tuple[tuple[float, ShapeOption, ShapeOption], ...]:
+    """Per feasible shape of a task: (latency, its option if on time, its option if late).
+
+    Latency, processing rate and CER are pure functions of (coefficients, task, shape,
+    platform), so they are cached across calls — a simulator asks about the same waiting
+    tasks at every event; only the ECT verdict (Eq. 12) depends on the time. The cache is
+    emptied when it grows past ``_PREDICTIONS_MAX`` task entries.
+    """
+    key = (coef, task, platform, batch)
+    hit = _PREDICTIONS.get(key)
+    if hit is None:
+        if len(_PREDICTIONS) >= _PREDICTIONS_MAX:
+            _PREDICTIONS.clear()
+        rows = []
+        for shape in feasible_shapes(platform, batch=batch):
+            lat = latency(coef, task, shape)
+            rate, c = processing_rate(coef, task, shape), cer(coef, task, shape, platform)
+            rows.append((lat, ShapeOption(shape, lat, rate, c, True),
+                         ShapeOption(shape, lat, rate, c, False)))
+        hit = _PREDICTIONS[key] = tuple(rows)
+    return hit
+
+
+@lru_cache(maxsize=256)
+def _feasible_set(platform: Platform, batch: float | None) -> frozenset[Shape]:
+    """:func:`feasible_shapes` as a set, per (platform, batch)."""
+    return frozenset(feasible_shapes(platform, batch=batch))
 
 
 def lexicographic_weight(c_max: float) -> float:
@@ -209,12 +241,6 @@ def lexicographic_weight(c_max: float) -> float:
     while w <= c_max:  # guard against log10 rounding at exact powers
         w *= 10.0
     return w
-
-
-def free_gpus_by_server(instance: Instance) -> list[list[int]]:
-    """Indices of the idle GPUs of each server, in cluster order (running jobs hold the rest)."""
-    busy = instance.gpu_busy
-    return [[int(g) for g in gpus if not busy[g]] for gpus in instance.cluster.gpus_of_node]
 
 
 def shape_of_gpus(instance: Instance, gpus: tuple[str, ...]) -> Shape | None:
@@ -256,19 +282,53 @@ def genie_breakdown(instance: Instance, decision: Decision) -> GenieBreakdown:
 
 
 class GenieProblem(Problem):
-    """GENIE snapshot placement (see the module docstring)."""
+    """GENIE (paper seed 000): QoS-aware elastic placement with ECT constraints.
+
+    Jobs are elastic (no ``num_gpus``): a placement's GPUs form a symmetric shape
+    ⟨servers, GPUs each⟩ with local batch >= 1; GPUs are exclusive; the objective
+    (maximized) is W × on-time tasks + total CER (:func:`genie_breakdown`; module
+    docstring).
+    """
 
     name = "genie"
     sense = "max"
     exclusive_gpus = True
     job_fields = ("submit_time", "model", "kind", "batch_size", "iterations", "qos",
                   "deadline")
-    objective_name = "W * on-time tasks + total CER"
 
     def parse_params(self, params: Mapping[str, Any]) -> GenieParams:
+        """Parse ``params`` (theta, coefficients of the performance model).
+
+        Parameters
+        ----------
+        params
+            The instance's ``params`` mapping.
+
+        Returns
+        -------
+        GenieParams
+            The typed parameters (:func:`parse_genie_params`).
+        """
         return parse_genie_params(params)
 
     def check_instance(self, instance: Instance) -> None:
+        """The base checks, a homogeneous platform, and known models, kinds and QoS classes.
+
+        Parameters
+        ----------
+        instance
+            The instance being loaded.
+
+        Returns
+        -------
+        None
+
+        Raises
+        ------
+        InputError
+            A fixed ``num_gpus``, a model without coefficients, an unknown kind or QoS
+            class, or a cluster that is not homogeneous (same GPU count and type).
+        """
         super().check_instance(instance)
         params = parse_genie_params(instance.params)
         platform_of(instance, params.theta)
@@ -291,11 +351,25 @@ class GenieProblem(Problem):
                                  fix=f"use one of {QOS_CLASSES}")
 
     def check_decision(self, instance: Instance, decision: Decision) -> list[Violation]:
+        """Snapshot placements start now and form a feasible symmetric shape.
+
+        Parameters
+        ----------
+        instance
+            The snapshot.
+        decision
+            A decision that passes the generic rules.
+
+        Returns
+        -------
+        list of Violation
+            ``start`` and ``shape`` violations.
+        """
         out = []
         platform = platform_of(instance)
         for p in decision.placements:
             job = instance.job(p.job)
-            if p.start is not None and abs(p.start - instance.time) > ECT_TOL:
+            if p.end is None and p.start is not None and abs(p.start - instance.time) > ECT_TOL:
                 out.append(Violation("start", p.job, f"starts at {p.start}, not at the "
                                                      f"snapshot time {instance.time}"))
             if not p.gpus:
@@ -304,14 +378,81 @@ class GenieProblem(Problem):
             if shape is None:
                 out.append(Violation("shape", p.job, "servers hold unequal GPU counts: "
                                                      "the placement is not symmetric"))
-            elif shape not in feasible_shapes(platform, batch=job.batch_size):
+            elif shape not in _feasible_set(platform, job.batch_size):
                 out.append(Violation(
                     "shape", p.job, f"shape <{shape.nodes}, {shape.gpus_per_node}> gives a "
                     f"local batch below 1 (batch_size {job.batch_size})"))
         return out
 
     def evaluate(self, instance: Instance, decision: Decision) -> float:
+        """W × on-time tasks + total CER (maximized).
+
+        Parameters
+        ----------
+        instance
+            The snapshot.
+        decision
+            A valid decision.
+
+        Returns
+        -------
+        float
+            ``genie_breakdown(instance, decision).total``.
+        """
         return genie_breakdown(instance, decision).total
+
+    # the objective W × on-time + CER is lexicographic: compare on-time tasks, then CER
+    report_gap = "absolute"
+    report_gap_on = "on-time tasks"
+
+    def report_metrics(self, instance: Instance, decision: Decision) -> dict[str, float]:
+        """On-time tasks, total CER and started tasks (the parts of the objective).
+
+        Parameters
+        ----------
+        instance
+            The snapshot.
+        decision
+            A valid decision.
+
+        Returns
+        -------
+        dict of str to float
+            ``on-time tasks`` (K), ``CER`` (total, C) and ``started tasks``.
+        """
+        b = genie_breakdown(instance, decision)
+        return {"on-time tasks": float(b.on_time), "CER": b.cer_sum,
+                "started tasks": float(b.started)}
+
+    schedule_objectives = {"makespan": "min", "weighted_jct": "min", "qos": "max"}
+
+    def schedule_duration(self, instance: Instance, job_id: str, gpus: tuple[str, ...]
+                          ) -> float:
+        """Lat(t, s) of the placement's shape (Eq. 10) / speed of its slowest GPU.
+
+        Parameters
+        ----------
+        instance
+            The workload (jobs with submit times).
+        job_id
+            The job's id.
+        gpus
+            The GPU ids of the placement.
+
+        Returns
+        -------
+        float
+            Seconds; NaN when the placement is not symmetric (``check_decision``
+            reports it).
+        """
+        shape = shape_of_gpus(instance, gpus)
+        if shape is None:
+            return math.nan  # not symmetric: check_decision reports the shape
+        job = instance.job(job_id)
+        c = instance.cluster
+        speed = float(c.gpu_speed[[c.gpu_index[g] for g in gpus]].min())
+        coef = parse_genie_params(instance.params).coefficients[job.model]
+        return latency(coef, task_of(job), shape) / speed
 
 
 register_problem(GenieProblem())

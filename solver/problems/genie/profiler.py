@@ -42,7 +42,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.optimize import lsq_linear
 
-from dlsched.genie_model import KINDS, ModelCoefficients, Shape, comm, single_gpu_rate
+from .model import KINDS, ModelCoefficients, Shape, comm, single_gpu_rate
 
 __all__ = [
     "OPTIONAL_COLUMNS",
@@ -149,7 +149,7 @@ class ProfileFit:
     model : str
         Task type.
     coefficients : ModelCoefficients
-        Ready for :mod:`dlsched.genie_model`.
+        Ready for :mod:`dlsched.problems.genie.model`.
     single_gpu : SingleGpuFit
         The Eq. 7 fit.
     comm : CommFit or None

@@ -1,0 +1,13 @@
+"""Offline exact schedules of whole workloads (CP-SAT), registered as exact methods.
+
+``data`` (modes, time grid), ``model`` (variables, constraint families, objective),
+``schedule`` (solution → timed decision), ``methods`` (``solve`` methods
+``offline-makespan``, ``offline-wct``, ``offline-qos`` of ``sched2`` and ``genie``),
+``scale`` (how far the model proves).
+"""
+
+from . import methods  # noqa: F401  (registers the methods)
+from .data import Mode, job_modes
+from .methods import METHODS, build_model, solve_schedule
+
+__all__ = ["METHODS", "Mode", "build_model", "job_modes", "solve_schedule"]

@@ -1,0 +1,154 @@
+"""PAB, Performance-aware Bin Packing: the Horus paper's third baseline (Sec. 5).
+
+The paper: "PAB schedules DL jobs based on [...] detected iteration slowdown. The scheduler
+measures the difference in average steps per second versus the previous state. After new
+job placement, if performance drops by 50 percent, the job is simply re-queued. We allow a
+warm-up period between 0-60s so all DL jobs achieve stable resource patterns." and "PAB
+incurs additional scheduling waiting time in order to profile scheduled job's stable
+performance, this results in a total of n jobs multiply by T_wait".
+
+Our reading, as a simulator policy (it needs the simulator's requeue hook: a method returns
+``extra["requeue"]``, the running jobs to move back to the queue, and ``extra["watch_at"]``,
+a time to be called again even with nothing pending; ``dlsched.simulate.engine``):
+
+* **Placement**: the bin packing of OBP (jobs in queue order; any GPU whose free memory
+  holds the job; the least-loaded, i.e. most free memory, first; each server's CPU/RAM
+  respected). One job per round when ``serial`` (default): the next placement waits until
+  the last placed job's warm-up has passed, so n jobs cost n x T_wait as the paper says.
+* **Probe**: after ``warmup_s`` seconds (default 30 s, the middle of the paper's 0-60 s)
+  the placed job's speed (its rate over its solo rate, which the simulator exposes as
+  ``RunningJob.extra["rate_factor"]``) and that of every job it joined on its GPUs are
+  compared with their speed before the placement (the new job: 1.0). If any of them fell
+  to ``threshold`` (0.5) or less of it, the new job is requeued: its GPUs are freed and
+  the warm-up's progress is lost (the simulator restarts it from its full work).
+* A requeued job is placed only on idle GPUs afterwards (our choice: it guarantees that a
+  job is requeued at most once, so the policy cannot loop).
+
+State between rounds (``policy_state``): the open probes and the requeued jobs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dlsched.decision import Decision
+from dlsched.instance import Instance
+from dlsched.method_support import decision_from_indices, heuristic_method
+from dlsched.registry import MethodSpec, register_method
+from dlsched.result import Status
+from dlsched.solve import MethodOutput
+from dlsched.state import ClusterState
+
+from .horus import _cheapest_gpus
+
+EPS = 1e-9
+
+
+def _factors(instance: Instance) -> dict[str, float]:
+    """Current speed of every running job relative to its solo speed (1.0 if unknown)."""
+    return {r.job: float(r.extra.get("rate_factor", 1.0)) for r in instance.running}
+
+
+def pab(instance: Instance, *, warmup_s: float = 30.0, threshold: float = 0.5,
+        serial: bool = True, policy_state: dict[str, Any] | None = None) -> MethodOutput:
+    """One PAB round: judge the probes whose warm-up is over, then place (module docstring).
+
+    Parameters
+    ----------
+    instance
+        The snapshot (pending queue, running jobs with their ``rate_factor``).
+    warmup_s
+        Seconds between a placement and its performance check.
+    threshold
+        Requeue when a job's speed falls to this share of its speed before the placement.
+    serial
+        Place one job per round and none while a probe is open.
+    policy_state
+        What the previous round returned (open probes, requeued jobs).
+
+    Returns
+    -------
+    MethodOutput
+        The decision; ``extra``: ``requeue`` (job ids), ``watch_at`` (next probe time),
+        ``policy_state``.
+    """
+    if warmup_s < 0 or not 0 < threshold <= 1:
+        raise ValueError("warmup_s must be >= 0 and threshold in (0, 1]")
+    state_in = policy_state or {}
+    probes: dict[str, list] = {k: list(v) for k, v in state_in.get("probes", {}).items()}
+    requeued: set[str] = set(state_in.get("requeued", ()))
+    t = instance.time
+    now = _factors(instance)
+    requeue: list[str] = []
+    for job_id in sorted(probes):
+        check_at, before = probes[job_id]
+        if check_at > t + EPS:
+            continue
+        del probes[job_id]
+        if job_id not in now:
+            continue  # finished during its warm-up
+        dropped = now[job_id] <= threshold * 1.0 + EPS or any(
+            other in now and now[other] <= threshold * was + EPS
+            for other, was in before.items())
+        if dropped:
+            requeue.append(job_id)
+            requeued.add(job_id)
+    decision = Decision()
+    if not (serial and probes):
+        decision, placed_probes = _place(instance, requeued, serial, now, requeue)
+        for job_id, before in placed_probes.items():
+            probes[job_id] = [t + warmup_s, before]
+    extra: dict[str, Any] = {
+        "requeue": requeue,
+        "policy_state": {"probes": probes, "requeued": sorted(requeued)},
+    }
+    if probes:
+        extra["watch_at"] = min(p[0] for p in probes.values())
+    return MethodOutput(decision=decision, status=Status.FEASIBLE, extra=extra)
+
+
+def _place(instance: Instance, requeued: set[str], serial: bool, now: dict[str, float],
+           leaving: list[str]) -> tuple[Decision, dict[str, dict[str, float]]]:
+    """OBP's bin packing (idle GPUs only for requeued jobs); the probes of what it placed.
+
+    GPUs of the jobs being requeued this round are not used (the snapshot still shows them
+    held).
+    """
+    state = ClusterState.of(instance)
+    ids = instance.cluster.gpu_index
+    holders: dict[int, list[str]] = {}
+    for r in instance.running:
+        for g in r.gpus:
+            holders.setdefault(ids[g], []).append(r.job)
+    blocked = np.zeros(len(state.busy), dtype=bool)
+    for r in instance.running:
+        if r.job in leaving:
+            blocked[[ids[g] for g in r.gpus]] = True
+    placed: list[tuple[int, list[int]]] = []
+    probes: dict[str, dict[str, float]] = {}
+    for j, job in enumerate(instance.jobs):
+        ok = state.gpu_fits(job) & ~blocked
+        if job.id in requeued:
+            ok &= ~state.busy
+        candidates = np.flatnonzero(ok)
+        chosen = _cheapest_gpus(state, job, -state.free_mem, candidates)
+        if chosen is None:
+            continue
+        others = {o for g in chosen for o in holders.get(g, ())}
+        probes[job.id] = {o: now.get(o, 1.0) for o in sorted(others)}
+        state.place(job, chosen)
+        for g in chosen:
+            holders.setdefault(g, []).append(job.id)
+        placed.append((j, chosen))
+        if serial:
+            break
+    return decision_from_indices(instance, placed), probes
+
+
+register_method(MethodSpec(
+    "horus", "pab", "baseline",
+    heuristic_method(pab, ("warmup_s", "threshold", "serial", "policy_state")),
+    summary="Performance-aware Bin Packing: OBP packing, requeue a job whose placement "
+            "halves a job's speed after a warm-up (simulator policy)"))

@@ -1,0 +1,91 @@
+"""Helpers shared by the formulations and heuristics: free GPUs, decisions, method wrappers.
+
+Each was once written separately in several method modules; they live here once.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .decision import Decision, Placement
+from .instance import Instance
+from .registry import check_options
+from .result import Status
+from .solve import MethodOutput
+
+
+def free_gpus_by_server(instance: Instance) -> list[list[int]]:
+    """Indices of the idle GPUs of each server, in cluster order.
+
+    Parameters
+    ----------
+    instance
+        The snapshot; GPUs held by its running jobs are busy.
+
+    Returns
+    -------
+    list of list of int
+        Per server (cluster order), its idle GPU indices in ascending order.
+    """
+    busy = instance.gpu_busy
+    return [[int(g) for g in gpus if not busy[g]] for gpus in instance.cluster.gpus_of_node]
+
+
+def decision_from_indices(
+    instance: Instance, placed: Iterable[tuple[int, Iterable[int]]]
+) -> Decision:
+    """The decision that gives job ``j`` (an index into ``instance.jobs``) the GPU indices.
+
+    Parameters
+    ----------
+    instance
+        The snapshot the indices refer to.
+    placed
+        ``(job index, GPU indices)`` pairs, in the order the placements should appear.
+
+    Returns
+    -------
+    Decision
+        One :class:`Placement` per pair, its GPU ids in ascending index order.
+    """
+    ids = instance.cluster.gpu_ids
+    return Decision.of(
+        Placement(instance.jobs[j].id, tuple(ids[g] for g in sorted(gpus))) for j, gpus in placed
+    )
+
+
+def heuristic_method(
+    fn: Callable[..., Decision | MethodOutput], allowed: Iterable[str] = ()
+) -> Callable[..., MethodOutput]:
+    """Wrap ``fn(instance, **options)`` as a registered method's ``run``.
+
+    Parameters
+    ----------
+    fn
+        Returns a :class:`Decision` (reported as a feasible result) or a full
+        :class:`~dlsched.solve.MethodOutput`.
+    allowed
+        The options ``fn`` accepts; any other option is an ``InputError``. When ``fn``
+        has a parameter named ``seed``, it also receives ``seed=`` (the solve's seed).
+
+    Returns
+    -------
+    callable
+        ``run(instance, *, backend=None, time_limit=None, seed=0, **options)``.
+    """
+    allowed = tuple(a for a in allowed if a != "seed")  # the seed is solve's, not an option
+    takes_seed = "seed" in inspect.signature(fn).parameters
+
+    def run(instance: Instance, *, backend: str | None = None, time_limit: float | None = None,
+            seed: int = 0, **options: Any) -> MethodOutput:
+        check_options(options, allowed)
+        if takes_seed:
+            options["seed"] = seed
+        out = fn(instance, **options)
+        if isinstance(out, MethodOutput):
+            return out
+        return MethodOutput(decision=out, status=Status.FEASIBLE)
+
+    return run

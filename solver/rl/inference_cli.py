@@ -1,0 +1,97 @@
+"""Command-line glue of the inference ``pg`` policy (see :mod:`dlsched.rl.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+
+from ..errors import InputError
+
+EXIT_OK = 0  # dlsched.cli_support.EXIT_OK (library modules do not import cli modules)
+
+
+def add_train_arguments(p: argparse.ArgumentParser) -> None:
+    from .inference_train import TrainConfig
+
+    d = TrainConfig()
+    p.add_argument("--gpus", default=d.gpus, help=f"cluster ({d.gpus}; paper: g2:5,p2:5)")
+    p.add_argument("--scale", type=float, default=d.scale, help="arrival multiplier (8 for "
+                   "the paper's cluster)")
+    p.add_argument("--peak-qps", type=float, default=d.peak_qps,
+                   help="queries/s at the daily peak of the training episodes")
+    p.add_argument("--episodes", type=int, default=d.episodes,
+                   help="training episodes (generated workloads)")
+    p.add_argument("--episode-minutes", type=float, default=d.episode_minutes,
+                   help="length of each episode in minutes")
+    p.add_argument("--iterations", type=int, default=d.iterations,
+                   help="policy-gradient iterations")
+    p.add_argument("--rollouts", type=int, default=d.rollouts,
+                   help="rollouts per iteration")
+    p.add_argument("--bc-epochs", type=int, default=d.bc_epochs,
+                   help="behaviour-cloning epochs before policy gradient")
+    p.add_argument("--lr", type=float, default=d.lr,
+                   help="learning rate of behaviour cloning")
+    p.add_argument("--pg-lr", type=float, default=d.pg_lr,
+                   help="learning rate of policy gradient")
+    p.add_argument("--gamma", type=float, default=d.gamma, help="discount factor")
+    p.add_argument("--entropy", type=float, default=d.entropy,
+                   help="entropy bonus weight")
+    p.add_argument("--reward", choices=["batch", "window"], default=d.reward,
+                   help="reward: per batch or over a sliding window")
+    p.add_argument("--max-cpu-seconds", type=float, default=d.max_cpu_seconds,
+                   help="stop policy gradient after this much CPU time (1500)")
+    p.add_argument("--teacher-alpha", type=float, default=d.teacher_alpha,
+                   help="α of the heuristic cloned before policy gradient")
+    p.add_argument("--teacher-beta", type=float, default=d.teacher_beta,
+                   help="β of the heuristic cloned before policy gradient")
+    p.add_argument("--seed", type=int, default=d.seed, help="seed of everything")
+    p.add_argument("--out", required=True, help="directory for policy.safetensors and "
+                   "learning_curve.csv")
+
+
+def train_command(args: argparse.Namespace) -> int:
+    from .inference_train import TrainConfig, train
+
+    cfg = TrainConfig(gpus=args.gpus, scale=args.scale, peak_qps=args.peak_qps,
+                      episodes=args.episodes, episode_minutes=args.episode_minutes,
+                      iterations=args.iterations, rollouts=args.rollouts,
+                      bc_epochs=args.bc_epochs, lr=args.lr, pg_lr=args.pg_lr,
+                      gamma=args.gamma, entropy=args.entropy, reward=args.reward,
+                      teacher_alpha=args.teacher_alpha, teacher_beta=args.teacher_beta,
+                      max_cpu_seconds=args.max_cpu_seconds,
+                      seed=args.seed)
+    if cfg.episodes < 1 or cfg.iterations < 0 or cfg.rollouts < 1:
+        raise InputError("episodes, rollouts >= 1 and iterations >= 0 are required",
+                         field="--episodes/--rollouts/--iterations", fix="see --help")
+    command = "dlsched rl train inference " + " ".join(shlex.quote(a) for a in sys.argv[4:])
+    result = train(cfg, args.out, command=command)
+    print(json.dumps(result))
+    return EXIT_OK
+
+
+def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workloads", nargs="+", help="inference workload files")
+    p.add_argument("--weights", default=None, help="policy.safetensors (default: shipped)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the evaluation")
+
+
+def evaluate_command(args: argparse.Namespace) -> int:
+    from ..instance_io import load_instance
+    from ..problems.inference import inference_data
+    from ..serve.engine import serve
+    from ..serve.metrics import summary
+    from .inference_policy import gpus_of, load_pg_policy
+
+    for path in args.workloads:
+        inst = load_instance(path)
+        if inst.problem != "inference":
+            raise InputError(f"problem is {inst.problem!r}", field="problem",
+                             source=path, fix="pass an inference workload")
+        policy = load_pg_policy(args.weights, gpus=gpus_of(inference_data(inst)))
+        run = serve(inst, policy, seed=args.seed)
+        s = summary(run)
+        print(json.dumps({"workload": path, "mean_q": s["mean_q"],
+                          "share_tiny": s.get("share_tiny"), "queries": s["queries"]}))
+    return EXIT_OK

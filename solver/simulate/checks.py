@@ -1,0 +1,269 @@
+"""Independent checks of the simulator: each decision against the live state, and the
+whole schedule from the records once a run ends.
+
+:func:`check_live` is the fast form of ``dlsched.validate.validate`` for one decision: the
+same generic rules (placed jobs are pending, once each; GPU and server ids exist; exact
+demands; per-GPU memory and per-server CPU/RAM including running jobs; exclusive GPUs),
+evaluated only on the GPUs and servers the decision touches, against the loads the engine
+keeps. The problem's own rules (``Problem.check_decision``) run on the instance the policy
+saw. It shares no code with the policies.
+
+:func:`check_schedule` re-derives, from the per-job records alone, that every job ran
+exactly once, started no earlier than it arrived and ended after it started, and that no
+GPU or server was ever over its capacity (exclusive GPUs: one job at a time).
+A job a policy requeued (``JobRecord.attempts``) held its GPUs, memory, CPU and RAM
+during each earlier attempt too; those intervals are checked with the final run.
+
+:func:`check_requeue` checks a policy's request to move running jobs back to the queue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from ..decision import Decision
+from ..instance import Instance
+from ..jobs import Job
+from ..problems import Problem, Violation
+from ..topology import Cluster
+from ..validate import TOL, _container_loads
+from .live import LiveCluster
+
+
+def check_live(live: LiveCluster, decision: Decision, is_pending: Callable[[str], bool],
+               job_of: Mapping[str, Job], problem: Problem,
+               problem_instance: Callable[[], Instance]) -> list[Violation]:
+    """Violations of ``decision`` against the live loads (empty when it is valid).
+
+    ``is_pending(job_id)``: whether the policy was shown that job; ``problem_instance()``
+    builds the instance the problem's own rules are checked on.
+    """
+    cluster = live.cluster
+    gpu_index, node_of = cluster.gpu_index, live.gpu_node
+    out: list[Violation] = []
+    add_mem: dict[int, float] = {}
+    add_cpu: dict[int, float] = {}
+    add_ram: dict[int, float] = {}
+    holders: dict[int, list[str]] = {}
+    seen: set[str] = set()
+    ok_structure = True
+    for p in decision.placements:
+        if not is_pending(p.job):
+            out.append(Violation("unknown_job", p.job, "not a pending job of this instance"))
+            ok_structure = False
+            continue
+        if p.job in seen:
+            out.append(Violation("duplicate", p.job, "placed more than once"))
+            ok_structure = False
+            continue
+        seen.add(p.job)
+        job = job_of[p.job]
+        unknown = [g for g in p.gpus if g not in gpu_index]
+        if unknown:
+            out.append(Violation("unknown_gpu", p.job, f"unknown GPU ids {unknown}"))
+            ok_structure = False
+            continue
+        if len(set(p.gpus)) != len(p.gpus):
+            out.append(Violation("demand", p.job, "a GPU is listed twice"))
+        gpus = [gpu_index[g] for g in p.gpus]
+        if job.containers:
+            loads = _container_loads(SimpleNamespace(cluster=cluster), job, p, out)
+            if loads is None:
+                ok_structure = False
+                continue
+            for n, (c_cpu, c_ram) in loads[1].items():
+                add_cpu[n] = add_cpu.get(n, 0.0) + c_cpu
+                add_ram[n] = add_ram.get(n, 0.0) + c_ram
+            for g, m in loads[0].items():
+                add_mem[g] = add_mem.get(g, 0.0) + m
+        else:
+            if job.num_gpus is not None and len(p.gpus) != job.num_gpus:
+                out.append(Violation("demand", p.job,
+                                     f"gets {len(p.gpus)} GPUs, needs {job.num_gpus}"))
+            if not p.gpus:
+                out.append(Violation("demand", p.job, "placed on no GPU"))
+            m = job.gpu_mem_gb or 0.0
+            cpu, ram = job.cpu_per_gpu, job.ram_gb_per_gpu
+            for g in gpus:
+                add_mem[g] = add_mem.get(g, 0.0) + m
+                if cpu or ram:  # a zero load cannot exceed a capacity
+                    n = node_of[g]
+                    add_cpu[n] = add_cpu.get(n, 0.0) + cpu
+                    add_ram[n] = add_ram.get(n, 0.0) + ram
+        for g in set(gpus):
+            holders.setdefault(g, []).append(p.job)
+    for g, m in add_mem.items():
+        if live.mem[g] + m > live.mem_cap[g] + TOL:
+            out.append(Violation("gpu_memory", holders.get(g, [None])[0],
+                                 f"GPU {cluster.gpu_ids[g]} holds {live.mem[g] + m:g} GB of "
+                                 f"{live.mem_cap[g]:g} GB"))
+    for add, used, cap, kind in ((add_cpu, live.node_cpu, live.cpu_cap, "node_cpu"),
+                                 (add_ram, live.node_ram, live.ram_cap, "node_ram")):
+        for n, a in add.items():
+            if used[n] + a > cap[n] + TOL:
+                out.append(Violation(kind, None, f"node {cluster.node_ids[n]} uses "
+                                                 f"{used[n] + a:g} of {cap[n]:g}"))
+    if problem.exclusive_gpus:
+        for g, jobs in holders.items():
+            if len(jobs) > 1 or live.jobs_on[g] > 0:
+                out.append(Violation("exclusive", jobs[0], f"GPU {cluster.gpu_ids[g]} is shared"))
+    if ok_structure:
+        out.extend(problem.check_decision(problem_instance(), decision))
+    return out
+
+
+def check_requeue(job_ids: tuple[str, ...], by_id: Mapping[str, int],
+                  running: Mapping[int, Any], records: list[Any],
+                  placed: set[str]) -> list[str]:
+    """Problems of requeueing ``job_ids`` now (empty when every one may be requeued).
+
+    Each must be a known job, running now, listed once, a plain GPU job (container jobs
+    cannot be requeued), and not placed again in the same decision.
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    for job_id in job_ids:
+        if job_id in seen:
+            out.append(f"job {job_id!r} requeued twice")
+            continue
+        seen.add(job_id)
+        idx = by_id.get(job_id)
+        if idx is None:
+            out.append(f"job {job_id!r} does not exist")
+        elif idx not in running:
+            out.append(f"job {job_id!r} is not running")
+        elif records[idx].job.containers:
+            out.append(f"job {job_id!r} has containers (only plain GPU jobs can be requeued)")
+        elif job_id in placed:
+            out.append(f"job {job_id!r} is requeued and placed in the same decision")
+    return out
+
+
+def _intervals_ok(key: np.ndarray, start: np.ndarray, end: np.ndarray, load: np.ndarray,
+                  cap: np.ndarray) -> np.ndarray:
+    """Keys whose summed ``load`` over overlapping [start, end) intervals exceeds ``cap``.
+
+    A sweep per key: +load at start, -load at end, ends before starts at equal times.
+    """
+    if len(key) == 0:
+        return np.zeros(0, dtype=np.int64)
+    k = np.concatenate([key, key])
+    t = np.concatenate([start, end])
+    d = np.concatenate([load, -load])
+    kind = np.concatenate([np.ones(len(key)), np.zeros(len(key))])  # ends (0) first
+    order = np.lexsort((kind, t, k))
+    k, d = k[order], d[order]
+    total = np.cumsum(d)
+    first = np.r_[True, k[1:] != k[:-1]]
+    base = np.maximum.accumulate(np.where(first, np.arange(len(k)), 0))
+    before = np.r_[0.0, total][base]  # cumulative sum before each key's first event
+    level = total - before
+    bad = level > cap[k] + TOL
+    return np.unique(k[bad])
+
+
+def check_schedule(records: list[Any], cluster: Cluster, exclusive: bool) -> list[str]:
+    """Problems found in a finished run's records (empty when the schedule is sound).
+
+    Every job started once (a GPU list, a start, an end), start ≥ submit, end ≥ start; per
+    GPU, jobs never overlap on an exclusive GPU and their memory never exceeds the GPU's;
+    per server, CPU and RAM never exceed it.
+    """
+    out: list[str] = []
+    ran = []
+    for rec in records:
+        if rec.start is None or rec.end is None or rec.gpus is None:
+            out.append(f"job {rec.job.id}: never ran to completion")
+        else:
+            ran.append(rec)
+    submit = np.array([r.job.submit_time for r in ran], dtype=float)
+    start = np.array([r.start for r in ran], dtype=float)
+    end = np.array([r.end for r in ran], dtype=float)
+    for i in np.flatnonzero(start < submit - 1e-9):
+        out.append(f"job {ran[i].job.id}: starts at {start[i]} before its arrival {submit[i]}")
+    for i in np.flatnonzero(end < start):
+        out.append(f"job {ran[i].job.id}: ends at {end[i]} before its start {start[i]}")
+    # earlier attempts of requeued jobs: in order, after the arrival, before the final run;
+    # they are checked for capacity below as extra (pseudo-job) entries
+    tried = []
+    for i, r in enumerate(ran):
+        last = r.job.submit_time - 1e-9
+        for a_start, a_end, a_gpus in getattr(r, "attempts", ()):
+            if a_start < last or a_end < a_start:
+                out.append(f"job {r.job.id}: attempt [{a_start}, {a_end}] out of order")
+            last = a_end
+            tried.append((i, a_start, a_end, np.asarray(a_gpus, dtype=np.int64)))
+        if getattr(r, "attempts", ()) and start[i] < last - 1e-9:
+            out.append(f"job {r.job.id}: final run starts before its last attempt ended")
+    # per-GPU entries: (gpu, start, end, memory); per-server entries: (server, ..., cpu, ram)
+    g_key, g_s, g_e, g_mem = [], [], [], []
+    n_key, n_s, n_e, n_cpu, n_ram = [], [], [], [], []
+    plain = [i for i, r in enumerate(ran) if not r.job.containers]
+    if plain:
+        lens = np.array([len(ran[i].gpus) for i in plain])
+        keys = np.concatenate([np.asarray(ran[i].gpus, dtype=np.int64) for i in plain])
+        for i in plain:
+            gpus = ran[i].gpus.tolist()
+            if len(set(gpus)) != len(gpus):
+                out.append(f"job {ran[i].job.id}: a GPU is held twice")
+        s_rep, e_rep = np.repeat(start[plain], lens), np.repeat(end[plain], lens)
+        g_key.append(keys)
+        g_s.append(s_rep)
+        g_e.append(e_rep)
+        g_mem.append(np.repeat([ran[i].job.gpu_mem_gb or 0.0 for i in plain], lens))
+        cpu = np.repeat([ran[i].job.cpu_per_gpu for i in plain], lens)
+        ram = np.repeat([ran[i].job.ram_gb_per_gpu for i in plain], lens)
+        for i, a_start, a_end, a_gpus in tried:
+            job, k = ran[i].job, len(a_gpus)
+            keys = np.concatenate([keys, a_gpus])
+            s_rep = np.concatenate([s_rep, np.full(k, a_start)])
+            e_rep = np.concatenate([e_rep, np.full(k, a_end)])
+            g_key.append(a_gpus)
+            g_s.append(np.full(k, a_start))
+            g_e.append(np.full(k, a_end))
+            g_mem.append(np.full(k, job.gpu_mem_gb or 0.0))
+            cpu = np.concatenate([cpu, np.full(k, job.cpu_per_gpu)])
+            ram = np.concatenate([ram, np.full(k, job.ram_gb_per_gpu)])
+        if cpu.any() or ram.any():
+            n_key.append(cluster.gpu_node[keys])
+            n_s.append(s_rep)
+            n_e.append(e_rep)
+            n_cpu.append(cpu)
+            n_ram.append(ram)
+    node_index, gpu_index = cluster.node_index, cluster.gpu_index
+    for i, r in enumerate(ran):
+        if not r.job.containers:
+            continue
+        tasks = {tp.task: tp for tp in r.tasks}
+        for c in r.job.containers:
+            tp = tasks[c.id]
+            gs = np.array([gpu_index[g] for g in tp.gpus], dtype=np.int64)
+            g_key.append(gs)
+            g_s.append(np.full(len(gs), start[i]))
+            g_e.append(np.full(len(gs), end[i]))
+            g_mem.append(np.full(len(gs), c.gpu_mem_gb))
+            n_key.append(np.array([node_index[tp.node]], dtype=np.int64))
+            n_s.append(start[i:i + 1])
+            n_e.append(end[i:i + 1])
+            n_cpu.append(np.array([c.cpu]))
+            n_ram.append(np.array([c.ram_gb]))
+
+    def cat(parts: list[np.ndarray], dtype: Any = float) -> np.ndarray:
+        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+
+    kg, sg, eg = cat(g_key, np.int64), cat(g_s), cat(g_e)
+    for g in _intervals_ok(kg, sg, eg, cat(g_mem), cluster.gpu_mem_gb):
+        out.append(f"GPU {cluster.gpu_ids[g]}: memory over capacity at some time")
+    if exclusive:
+        for g in _intervals_ok(kg, sg, eg, np.ones(len(kg)), np.ones(cluster.num_gpus)):
+            out.append(f"GPU {cluster.gpu_ids[g]}: two jobs at once on an exclusive GPU")
+    kn, sn, en = cat(n_key, np.int64), cat(n_s), cat(n_e)
+    for load, cap, what in ((cat(n_cpu), cluster.node_cpu, "CPU"),
+                            (cat(n_ram), cluster.node_ram_gb, "RAM")):
+        for n in _intervals_ok(kn, sn, en, load, cap):
+            out.append(f"server {cluster.node_ids[n]}: {what} over capacity at some time")
+    return out

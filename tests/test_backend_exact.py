@@ -1,0 +1,148 @@
+"""The backend layer: one model on every backend, status/bound semantics, parameters,
+warm starts, end-to-end time limits and model export."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from dlsched import Status, solve, validate
+from dlsched.formulations.backend import BACKENDS, Deadline, SolverParams, TimeUp
+from dlsched.formulations.backends import new_model
+from dlsched.instances.horus_gen import generate_horus
+from dlsched.instances.liquid_gen import generate_liquid
+from dlsched.registry import get_method
+
+
+def test_solvers_import_side_by_side():
+    """ortools 9.15, highspy 1.14 and pyscipopt 6.3 load and solve in one process."""
+    code = (
+        "import ortools.sat.python.cp_model as cp, highspy, pyscipopt\n"
+        "m = cp.CpModel(); x = m.new_bool_var('x'); m.maximize(x)\n"
+        "s = cp.CpSolver(); assert s.solve(m) == cp.OPTIMAL\n"
+        "h = highspy.Highs(); h.setOptionValue('output_flag', False)\n"
+        "h.addVar(0, 1); h.changeColCost(0, -1); h.run()\n"
+        "assert abs(h.getInfo().objective_function_value + 1) < 1e-9\n"
+        "p = pyscipopt.Model(); p.hideOutput(); v = p.addVar(vtype='B', obj=-1); p.optimize()\n"
+        "assert p.getStatus() == 'optimal' and abs(p.getObjVal() + 1) < 1e-9\n"
+        "print(pyscipopt.__version__, highspy.Highs().version())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["6.3.0", "1.14.0"]
+
+
+def _knapsack(backend: str):
+    """min 1 - (3a + 2.5b + 2c) s.t. 1.5a + 1.2b + 0.9c <= 2.4: a + c (exactly full), -4."""
+    m = new_model(backend, "knapsack")
+    a, b, c = (m.binary(n) for n in "abc")
+    m.add([(1.5, a), (1.2, b), (0.9, c)], "<=", 2.4, "cap")
+    m.minimize([(-3, a), (-2.5, b), (-2, c)], constant=1.0, rounding_slack=1.5)
+    return m, (a, b, c)
+
+
+def test_one_model_every_backend(backend):
+    m, (a, b, c) = _knapsack(backend)
+    run = m.solve(SolverParams(time_limit=10))
+    assert run.status is Status.OPTIMAL
+    assert run.objective == pytest.approx(-4.0, abs=1e-6)
+    assert run.bound <= run.objective + 1e-9
+    assert run.bound == pytest.approx(-4.0, abs=1e-5)
+    assert [m.is_one(v) for v in (a, b, c)] == [True, False, True]
+    size = m.size()
+    assert (size.variables, size.constraints) == (3, 1)
+
+
+def test_cpsat_rounds_capacities_conservatively():
+    """A capacity the real coefficients just meet stays feasible; one they exceed by less
+    than 1e-6 is never crossed."""
+    m = new_model("cpsat", "tight")
+    a, b = m.binary("a"), m.binary("b")
+    m.add([(0.3333334, a), (0.6666667, b)], "<=", 1.0)
+    m.minimize([(-1, a), (-1, b)])
+    run = m.solve(SolverParams())
+    assert run.status is Status.OPTIMAL and run.objective == pytest.approx(-1.0)
+
+
+def test_infeasible_is_reported(backend):
+    m = new_model(backend, "infeasible")
+    a = m.binary("a")
+    m.add([(1, a)], ">=", 2)
+    m.minimize([(1, a)])
+    assert m.solve(SolverParams(time_limit=10)).status is Status.INFEASIBLE
+
+
+def test_deadline_stops_building():
+    deadline = Deadline(0.001)
+    time.sleep(0.01)
+    with pytest.raises(TimeUp, match="building"):
+        deadline.check("building a model")
+    assert Deadline(None).remaining() is None
+
+
+def test_solver_parameters_and_warm_start_pass_through(backend):
+    """num_workers, solver options and a warm start (the greedy's decision) reach every
+    backend, and the optimum does not change."""
+    inst = generate_horus(seed=3, nodes=3, beta=6, busy=0.5)
+    greedy = solve(inst, "greedy")
+    plain = solve(inst, "exact", backend=backend, time_limit=30)
+    options = {"cbc": {"presolve": "on"}, "highs": {"presolve": "on"},
+               "scip": {"presolving/maxrounds": 2}, "cpsat": {"cp_model_presolve": True}}
+    warm = solve(inst, "exact", backend=backend, time_limit=30, num_workers=2,
+                 solver_options=options[backend], initial_solution=greedy.decision)
+    assert plain.status is warm.status is Status.OPTIMAL
+    assert warm.objective == pytest.approx(plain.objective, abs=1e-6)
+    assert validate(inst, warm.decision).ok
+
+
+def test_bad_solver_parameters_are_input_errors():
+    inst = generate_horus(seed=3, nodes=2, beta=3, busy=0.5)
+    r = solve(inst, "exact", backend="cbc", num_workers=0)
+    assert r.status is Status.INVALID_INPUT and "num_workers" in r.message
+    r = solve(inst, "exact", backend="cbc", initial_solution="greedy")
+    assert r.status is Status.INVALID_INPUT and "initial_solution" in r.message
+
+
+HARD = dict(seed=0, nodes=40)
+"""A Liquid batch of 40 servers: no backend proves it in a couple of seconds."""
+
+
+@pytest.mark.parametrize("limit", [3.0])
+def test_time_limit_is_end_to_end(backend, limit):
+    """Building and solving together stay within 1.1 × limit + 1 s; no false proof."""
+    inst = generate_liquid(**HARD)
+    start = time.perf_counter()
+    r = solve(inst, "exact", backend=backend, time_limit=limit)
+    wall = time.perf_counter() - start
+    assert wall <= 1.1 * limit + 1.0, (backend, wall)
+    assert r.status is not Status.OPTIMAL
+    if r.decision is not None:
+        assert validate(inst, r.decision).ok
+
+
+@pytest.mark.parametrize("problem", ["horus", "genie", "liquid"])
+def test_export_every_format(tmp_path, problem):
+    """MPS and LP for the PuLP model, the CP-SAT proto as text."""
+    if problem == "horus":
+        inst = generate_horus(seed=1, nodes=2, beta=4, busy=0.5)
+    elif problem == "liquid":
+        inst = generate_liquid(seed=1, nodes=5)
+    else:
+        from dlsched.instances.genie_gen import generate_genie_workload, genie_snapshot
+        base = generate_genie_workload(seed=3, nodes=2, gpus_per_node=2, density=20.0,
+                                       duration=2.0)
+        inst = genie_snapshot(base, seed=0, waiting=3, busy=0.25)
+    export = get_method(problem, "exact").export
+    for fmt, marker in (("mps", "ROWS"), ("lp", "Subject To"), ("proto", "variables")):
+        path = tmp_path / f"{problem}.{fmt}"
+        export(inst, path, fmt)
+        assert marker in path.read_text(), fmt
+
+
+def test_backends_listed():
+    assert BACKENDS == ("cbc", "highs", "scip", "cpsat")
+    for problem in ("horus", "genie", "liquid"):
+        assert get_method(problem, "exact").backends == BACKENDS

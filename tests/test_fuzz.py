@@ -1,0 +1,84 @@
+"""Property-based fuzzing of the command line (a few hundred mutants per CI run).
+
+Hypothesis drives the mutations of :mod:`dlsched.benchmarks.fuzz` (which value, where,
+which kind of damage) on instance, solution and workload files of every problem, and the
+properties are the issue's: exit code 0, 1 or 2 only (never the internal-error exit 3,
+never an exception out of ``main``), at most one line on stderr, a refusal names the file
+and a field, a mutant that breaks a rule of the format is never accepted, and whatever a
+method returns on an accepted mutant passes the validator. ``python -m
+dlsched.benchmarks.fuzz`` runs the same checks on 10,000 mutants.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dlsched.benchmarks.fuzz import Chooser, make_seeds, mutate, run_mutant
+
+SETTINGS = dict(deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@cache
+def seeds(kind: str) -> tuple:
+    return tuple(s for s in make_seeds() if s.kind == kind)
+
+
+class DrawChooser(Chooser):
+    """Choices drawn by Hypothesis, so that failures shrink to a small mutation."""
+
+    def __init__(self, data: st.DataObject) -> None:
+        self.data = data
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.data.draw(st.integers(lo, hi))
+
+
+def _check(data: st.DataObject, kind: str) -> None:
+    seed = data.draw(st.sampled_from(seeds(kind)))
+    mutant = mutate(seed, DrawChooser(data))
+    with tempfile.TemporaryDirectory() as tmp:
+        outcome = run_mutant(seed, mutant, Path(tmp))
+    assert outcome.ok, f"{seed.name}: {mutant.description}: {outcome.problems}"
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(st.data())
+def test_instance_mutants(data):
+    _check(data, "instance")
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(st.data())
+def test_solution_mutants(data):
+    _check(data, "solution")
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(st.data())
+def test_workload_mutants(data):
+    _check(data, "workload")
+
+
+@pytest.mark.parametrize("kind", ["instance", "solution", "workload"])
+def test_every_problem_is_fuzzed(kind):
+    problems = {s.problem for s in seeds(kind)}
+    expected = {"horus", "genie", "liquid", "sched2"} if kind != "workload" else {"sched2",
+                                                                                  "genie"}
+    assert problems >= expected
+
+
+def test_the_labels_are_not_vacuous():
+    """Most mutants must be refused; the judge sees an exit 0 on a must-refuse mutant."""
+    import random
+
+    rng = random.Random(5)
+    seed = seeds("instance")[0]
+    labels = [mutate(seed, Chooser(rng)).must_reject for _ in range(200)]
+    assert 0.3 < sum(labels) / len(labels) < 0.95

@@ -1,0 +1,75 @@
+"""The validator refuses every decision holding a number that is not finite or in range.
+
+For every problem, valid decisions made by real methods (and, where the problem has them,
+an offline schedule with start and end times) are corrupted: a start or end of one or
+more placements becomes NaN, ±Infinity, a value beyond ±1e12, a huge integer, a boolean or
+a string. 1,000 corruptions per problem; none may be accepted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+from dlsched.benchmarks.fuzz import make_seeds
+from dlsched.decision import Decision, decision_from_dict
+from dlsched.instance_io import instance_from_dict
+from dlsched.validate import validate
+
+BAD = [float("nan"), float("inf"), float("-inf"), 1e13, -1e13, 1e308, -1e308, 10**400,
+       2**70, True, False, "0", [0.0]]
+PER_PROBLEM = 1000
+
+
+@pytest.fixture(scope="module")
+def decisions():
+    """problem -> [(instance, valid decision)]."""
+    out: dict[str, list] = {}
+    for seed in make_seeds():
+        if seed.kind != "solution":
+            continue
+        instance = instance_from_dict(seed.instance_doc)
+        decision = decision_from_dict(seed.doc["placements"])
+        assert validate(instance, decision).ok, seed.name
+        out.setdefault(seed.problem, []).append((instance, decision))
+    return out
+
+
+def test_every_problem_has_seed_decisions(decisions):
+    assert set(decisions) >= {"horus", "genie", "liquid", "sched2"}
+    assert any(p.end is not None for _, d in decisions["sched2"] for p in d.placements)
+
+
+@pytest.mark.parametrize("problem", ["horus", "genie", "liquid", "sched2"])
+def test_corrupted_numbers_are_never_accepted(decisions, problem):
+    rng = random.Random(problem)
+    accepted = []
+    counts = {"start": 0, "end": 0}
+    for i in range(PER_PROBLEM):
+        instance, decision = decisions[problem][i % len(decisions[problem])]
+        placements = list(decision.placements)
+        if not placements:
+            continue
+        for _ in range(rng.choice([1, 1, 1, 2, 3])):
+            k = rng.randrange(len(placements))
+            name = rng.choice(["start", "end"])
+            placements[k] = dataclasses.replace(placements[k], **{name: rng.choice(BAD)})
+            counts[name] += 1
+        report = validate(instance, Decision(tuple(placements)))
+        if report.ok:
+            accepted.append(placements)
+        else:
+            assert any(v.kind == "number" for v in report.violations)
+    assert accepted == []
+    assert counts["start"] > 300 and counts["end"] > 300
+
+
+def test_a_nan_start_used_to_pass_and_now_fails(decisions):
+    """The case of the issue: a GENIE / SCHED² snapshot decision with start NaN."""
+    for problem in ("genie", "sched2"):
+        instance, decision = decisions[problem][0]
+        p = dataclasses.replace(decision.placements[0], start=float("nan"))
+        report = validate(instance, Decision((p, *decision.placements[1:])))
+        assert not report.ok and "start = nan" in str(report)
