@@ -63,14 +63,18 @@ class IdleGpus:
         self.free = free_gpus_by_server(instance)
         # servers by idle count, so fits() costs O(GPUs per server), not O(servers)
         self._servers_with: dict[int, int] = {}
-        for f in self.free:
+        self._bucket: dict[int, set[int]] = {}  # idle count -> servers with that many
+        for n, f in enumerate(self.free):
             self._servers_with[len(f)] = self._servers_with.get(len(f), 0) + 1
+            self._bucket.setdefault(len(f), set()).add(n)
         self._at_least: list[int] | None = None
 
     def _taking(self, n: int, k: int) -> None:
         c = len(self.free[n])
         self._servers_with[c] -= 1
         self._servers_with[c - k] = self._servers_with.get(c - k, 0) + 1
+        self._bucket[c].discard(n)
+        self._bucket.setdefault(c - k, set()).add(n)
         self._at_least = None
 
     def _servers_at_least(self) -> list[int]:
@@ -99,9 +103,13 @@ class IdleGpus:
     def take(self, shape: Shape) -> list[int]:
         """Best-fit servers for ``shape`` (the caller checked ``fits``); their GPU indices."""
         g = shape.gpus_per_node
-        eligible = sorted((len(f), n) for n, f in enumerate(self.free) if len(f) >= g)
+        eligible: list[int] = []  # servers by (idle count, index), counts >= g
+        for c in sorted(c for c, servers in self._bucket.items() if c >= g and servers):
+            eligible.extend(sorted(self._bucket[c]))
+            if len(eligible) >= shape.nodes:
+                break
         out = []
-        for _, n in eligible[: shape.nodes]:
+        for n in eligible[: shape.nodes]:
             out.extend(self.free[n][:g])
             self._taking(n, len(self.free[n][:g]))
             del self.free[n][:g]
@@ -260,17 +268,45 @@ def capacity(instance: Instance, *, request: int | None = None) -> Decision:
 
 
 # --------------------------------------------------------------------------- Tetris
+def _ranked(options: tuple[ShapeOption, ...], key: Callable[[ShapeOption], float]
+            ) -> list[tuple[int, int, ShapeOption]] | None:
+    """(GPUs per server, servers, option) by decreasing key, ties to the earlier option: the
+    first of these that fits is what :func:`best` picks among the fitting ones. None when a
+    key is NaN (no total order: the caller scans with :func:`best`)."""
+    keys = [key(o) for o in options]
+    if any(k != k for k in keys):
+        return None
+    # a stable sort with reverse=True keeps equal keys in their original order
+    order = sorted(range(len(options)), key=keys.__getitem__, reverse=True)
+    return [(options[i].shape.gpus_per_node, options[i].shape.nodes, options[i]) for i in order]
+
+
 def tetris(instance: Instance, *, by: str) -> Decision:
     """Tetris packing with the best fitting shape by PR (``by="pr"``) or CER (``"cer"``)."""
     table = genie_table(instance)
     idle = IdleGpus(instance)
     key = (lambda o: o.rate) if by == "pr" else (lambda o: o.cer)
     remaining = sorted(range(len(instance.jobs)), key=lambda j: _arrival(instance, j))
+    # Idle GPUs only shrink, so a shape that does not fit never fits again: each task keeps
+    # a cursor into its options ranked by key and only moves it forward.
+    ranked = {j: _ranked(table.options[j], key) for j in remaining}
+    cursor = dict.fromkeys(remaining, 0)
     placed = []
     while remaining and idle.total() > 0:
+        ge = idle._servers_at_least()
+        top = len(ge)
         pick = None
         for j in remaining:  # arrival order: the first of equal scores wins
-            opt = best([o for o in table.options[j] if idle.fits(o.shape)], key)
+            rows = ranked[j]
+            if rows is None:
+                opt = best([o for o in table.options[j] if idle.fits(o.shape)], key)
+            else:
+                c, end = cursor[j], len(rows)
+                while c < end and not ((ge[rows[c][0]] if rows[c][0] < top else 0)
+                                       >= rows[c][1]):
+                    c += 1
+                cursor[j] = c
+                opt = rows[c][2] if c < end else None
             if opt is not None and (pick is None or opt.shape.gpus > pick[1].shape.gpus):
                 pick = (j, opt)
         if pick is None:

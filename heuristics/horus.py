@@ -64,19 +64,42 @@ def weighted_fair_pick(queues: list[list[int]], waits: np.ndarray, beta: int) ->
     return [j for x, q in enumerate(queues) for j in q[: take[x]]]
 
 
-def _cheapest_gpus(state: ClusterState, job: Job, cost_row: np.ndarray,
-                   candidates: np.ndarray) -> list[int] | None:
-    """λ GPUs from ``candidates`` in ascending cost, within each server's CPU/RAM room."""
-    node_of = state.instance.cluster.gpu_node
-    room = state.node_room(job).copy()
-    chosen: list[int] = []
-    for g in candidates[np.lexsort((candidates, cost_row[candidates]))]:
+def _walk(order: np.ndarray, node_of: np.ndarray, room: np.ndarray, want: int,
+          chosen: list[int]) -> bool:
+    """Take GPUs of ``order`` whose server has room left until ``chosen`` holds ``want``."""
+    for g in order:
         n = node_of[g]
         if room[n] >= 1:
             chosen.append(int(g))
             room[n] -= 1
-            if len(chosen) == job.num_gpus:
-                return chosen
+            if len(chosen) == want:
+                return True
+    return False
+
+
+def _cheapest_gpus(state: ClusterState, job: Job, cost_row: np.ndarray,
+                   candidates: np.ndarray, room: np.ndarray | None = None) -> list[int] | None:
+    """λ GPUs from ``candidates`` in ascending cost (ties: lower index), within each
+    server's CPU/RAM room (``room``: ``state.node_room(job)`` when the caller has it; it is
+    not modified)."""
+    node_of = state.instance.cluster.gpu_node
+    room = (state.node_room(job) if room is None else room).copy()
+    costs = cost_row[candidates]
+    chosen: list[int] = []
+    done = 0
+    head = 4 * job.num_gpus + 16
+    if len(candidates) > 2 * head:
+        # The walk usually ends within the first few GPUs: sort only those with a cost up
+        # to the head-th smallest (all of them: they open the full order), then the rest.
+        cut = np.partition(costs, head - 1)[head - 1]
+        first = np.flatnonzero(costs <= cut)
+        first = first[np.lexsort((candidates[first], costs[first]))]
+        if _walk(candidates[first], node_of, room, job.num_gpus, chosen):
+            return chosen
+        done = len(first)
+    order = candidates[np.lexsort((candidates, costs))]
+    if _walk(order[done:], node_of, room, job.num_gpus, chosen):
+        return chosen
     return None
 
 
@@ -99,7 +122,14 @@ def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
     state = ClusterState.of(instance)
     per_node = int(cluster.node_gpu_count.max())
     placed = []
-    for j in picked:
+    # Eq. 7 of every picked job on every GPU once; after a placement only the columns of
+    # the GPUs it took change (the formula is elementwise), so only those are recomputed.
+    cap = cluster.gpu_mem_gb
+    job_util = np.array([jobs[j].gpu_util for j in picked])
+    job_mem = np.array([jobs[j].gpu_mem_gb for j in picked])
+    table = share_costs(p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
+                        job_util, job_mem)
+    for r, j in enumerate(picked):
         job = jobs[j]
         fits = state.gpu_fits(job)
         room = state.node_room(job)
@@ -109,13 +139,15 @@ def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
         if node_ok.sum() < math.ceil(job.num_gpus / per_node):
             continue
         candidates = np.flatnonzero(fits & node_ok[cluster.gpu_node])
-        row = share_costs(p, cluster.gpu_type, cluster.gpu_mem_gb, state.util,
-                          cluster.gpu_mem_gb - state.free_mem, np.array([job.gpu_util]),
-                          np.array([job.gpu_mem_gb]))[0]
-        chosen = _cheapest_gpus(state, job, row, candidates)
+        chosen = _cheapest_gpus(state, job, table[r], candidates, room)
         if chosen is not None:
             state.place(job, chosen)
             placed.append((j, chosen))
+            if r + 1 < len(picked):
+                cols = np.asarray(chosen, dtype=np.int64)
+                table[r + 1:, cols] = share_costs(
+                    p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
+                    job_util[r + 1:], job_mem[r + 1:], gpus=cols)
     return decision_from_indices(instance, placed)
 
 

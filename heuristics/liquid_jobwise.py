@@ -29,12 +29,13 @@ or generations is identical for a seed.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from dlsched.instance import Instance
-from dlsched.problems.liquid import LiquidData, decision_from_assignment, liquid_data
+from dlsched.problems.liquid import EPS, LiquidData, decision_from_assignment, liquid_data
 from dlsched.registry import MethodSpec, check_options, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
@@ -117,6 +118,24 @@ def job_cost(data: LiquidData, j: int, nodes: np.ndarray, lin: np.ndarray,
     return net + own + float(node_coef[np.unique(nodes)].sum())
 
 
+def _levels_fit(gpu: np.ndarray, need: Sequence, cap: np.ndarray, levels: int) -> np.ndarray:
+    """[N] ``((gpu[:, :levels] + need[:levels]) <= cap[:, :levels]).all(axis=1)`` column by
+    column (the same booleans: integer sums; a row-wise ``all`` on a 2-D slice is slow)."""
+    ok = gpu[:, 0] + need[0] <= cap[:, 0]
+    for lev in range(1, levels):
+        ok &= gpu[:, lev] + need[lev] <= cap[:, lev]
+    return ok
+
+
+def _fits(data: LiquidData, loads: NodeLoads, c: int) -> np.ndarray:
+    """``loads.fits(c)`` (:class:`NodeLoads`), the same booleans, with :func:`_levels_fit`."""
+    levels = int(data.c_level[c]) + 1
+    ok = _levels_fit(loads.gpu, [data.c_gpus[c]] * levels, data.level_cap, levels)
+    ok &= loads.cpu + data.c_cpu[c] <= data.free_cpu + EPS
+    ok &= loads.ram + data.c_ram[c] <= data.free_ram + EPS
+    return ok
+
+
 def _fits_whole(data: LiquidData, loads: NodeLoads, j: int) -> np.ndarray:
     """[N] servers that can take every container of job j at once."""
     sl = data.job_slices[j]
@@ -125,7 +144,7 @@ def _fits_whole(data: LiquidData, loads: NodeLoads, j: int) -> np.ndarray:
     need = np.zeros(levels, dtype=np.int64)
     for c in idx:
         need[: data.c_level[c] + 1] += data.c_gpus[c]
-    ok = ((loads.gpu + need[None, :]) <= data.level_cap).all(axis=1)
+    ok = _levels_fit(loads.gpu, need, data.level_cap, levels)
     ok &= loads.cpu + data.c_cpu[idx].sum() <= data.free_cpu + 1e-9
     ok &= loads.ram + data.c_ram[idx].sum() <= data.free_ram + 1e-9
     return ok
@@ -160,13 +179,14 @@ def _split_plan(data: LiquidData, rnd: _Round, j: int, lin: np.ndarray,
     trial = rnd.copy()
     nodes = np.full(len(idx), UNSET, dtype=np.int64)
     used = np.zeros(data.num_nodes, dtype=bool)
+    mine = _job_pairs(data, j)  # a container's pairs are pairs of its own job
     for c in order:
-        cand = np.flatnonzero(trial.loads.fits(int(c)))
+        cand = np.flatnonzero(_fits(data, trial.loads, int(c)))
         if not len(cand):
             return None
-        cost = lin[c - sl.start].copy() + np.where(used, 0.0, node_coef)
+        cost = lin[c - sl.start] + (np.where(used, 0.0, node_coef) if used.any() else node_coef)
         for partners, own in ((data.pair_w, data.pair_p), (data.pair_p, data.pair_w)):
-            k = np.flatnonzero((own == c) & (trial.assign[partners] >= 0))
+            k = mine[(own[mine] == c) & (trial.assign[partners[mine]] >= 0)]
             if len(k):
                 cost += data.pair_coef[k] @ data.dist[trial.assign[partners[k]]]
         n = int(cand[np.argmin(cost[cand])])

@@ -43,27 +43,36 @@ from dlsched.state import ViewPolicy, register_view_policy
 MAX_DELAYS = 3
 
 
-def packing(free: list[list[int]], demand: int) -> list[int] | None:
-    """GPU indices chosen by the packing policy of Fig. 2, or None if ``demand`` > free."""
-    counts = [len(f) for f in free]
-    if sum(counts) < demand:
+def packing(free: list[list[int]], demand: int, counts: np.ndarray | None = None
+            ) -> list[int] | None:
+    """GPU indices chosen by the packing policy of Fig. 2, or None if ``demand`` > free.
+
+    ``counts`` (optional) is ``[len(f) for f in free]`` as an int64 array, when the caller
+    already has it.
+    """
+    if counts is None:
+        counts = np.fromiter((len(f) for f in free), dtype=np.int64, count=len(free))
+    if int(counts.sum()) < demand:
         return None
     chosen: list[int] = []
     need = demand
-    taken = [0] * len(free)
+    left = counts.copy()
+    never = np.iinfo(np.int64).max
     while need > 0:
-        left = [c - t for c, t in zip(counts, taken, strict=True)]
-        fits = [s for s, n in enumerate(left) if n >= need]
-        if fits:
-            s = min(fits, key=lambda s: (left[s], s))
-            chosen += free[s][taken[s]:taken[s] + need]
-            taken[s] += need
+        fits = left >= need
+        if fits.any():
+            # fewest free GPUs that hold the rest; argmin's first hit = the lowest index
+            s = int(np.argmin(np.where(fits, left, never)))
+            off = int(counts[s] - left[s])
+            chosen += free[s][off:off + need]
+            left[s] -= need
             need = 0
         else:
-            s = max(range(len(free)), key=lambda s: (left[s], -s))
-            chosen += free[s][taken[s]:]
-            need -= left[s]
-            taken[s] = counts[s]
+            s = int(np.argmax(left))  # most free GPUs; the first hit = the lowest index
+            off = int(counts[s] - left[s])
+            chosen += free[s][off:]
+            need -= int(left[s])
+            left[s] = 0
     return chosen
 
 
@@ -73,7 +82,8 @@ def _take(free: list[list[int]], gpus: list[int], node_of: np.ndarray) -> None:
 
 
 def _servers(gpus: list[int], node_of: np.ndarray) -> np.ndarray:
-    return np.unique(node_of[gpus], return_counts=True)[1]
+    per_node = np.bincount(node_of[gpus])  # = np.unique(..., return_counts=True)[1]
+    return per_node[per_node > 0]
 
 
 def select(instance: Instance, rule: str, *, backfill: bool = False, window: int | None = None,
@@ -120,14 +130,22 @@ def select(instance: Instance, rule: str, *, backfill: bool = False, window: int
         while remaining:
             best_key, best_pick = None, None
             by_demand: dict[int, list[int] | None] = {}  # packing depends only on the demand
+            spans: dict[int, np.ndarray] = {}  # and so do its GPUs per server
+            slowdown: dict[tuple[int, float], float] = {}
+            counts = np.fromiter((len(f) for f in free), dtype=np.int64, count=len(free))
             for i, job in remaining.items():
                 if job.num_gpus not in by_demand:
-                    by_demand[job.num_gpus] = packing(free, job.num_gpus)
+                    by_demand[job.num_gpus] = packing(free, job.num_gpus, counts)
                 gpus = by_demand[job.num_gpus]
                 if gpus is None:
                     continue
-                actual = job.duration * locality_slowdown(
-                    params.sensitivity(job.model), _servers(gpus, node_of))
+                sens = params.sensitivity(job.model)
+                key_s = (job.num_gpus, sens)
+                if key_s not in slowdown:
+                    if job.num_gpus not in spans:
+                        spans[job.num_gpus] = _servers(gpus, node_of)
+                    slowdown[key_s] = locality_slowdown(sens, spans[job.num_gpus])
+                actual = job.duration * slowdown[key_s]
                 key = (actual, job.submit_time, i)
                 if best_key is None or key < best_key:
                     best_key, best_pick = key, (i, gpus)

@@ -35,7 +35,11 @@ class InputError(ValueError):
         """The message as one line: ``FILE: FIELD: what is wrong (fix)``."""
         parts = [p for p in (self.source, self.field) if p]
         text = ": ".join([*parts, self.message])
-        return f"{text} ({self.fix})" if self.fix else text
+        text = f"{text} ({self.fix})" if self.fix else text
+        return text.translate(_ESCAPES)  # ids from a file may hold newlines: keep one line
+
+
+_ESCAPES = {c: f"\\x{c:02x}" for c in (*range(32), 127)} | {10: "\\n", 13: "\\r", 9: "\\t"}
 
 
 def field_path(parts: list[str | int] | tuple[str | int, ...]) -> str:

@@ -81,7 +81,7 @@ def _snapshot_violations(instance: Instance, decision: Decision,
     mem = mem_used.copy()
     cpu = cpu_used.copy()
     ram = ram_used.copy()
-    holders = [[] for _ in range(cluster.num_gpus)]
+    holders: dict[int, list[str]] = {}  # GPU index -> placed jobs on it (touched GPUs only)
     seen: set[str] = set()
     ok_structure = True
     for p in decision.placements:
@@ -120,20 +120,25 @@ def _snapshot_violations(instance: Instance, decision: Decision,
                 )
             if not p.gpus:
                 out.append(Violation("demand", p.job, "placed on no GPU"))
-            for g in gpus:
+            if len(gpus) > 4:  # np.add.at adds in index order: the loop's sums, vectorized
+                nodes = cluster.gpu_node[gpus]
+                np.add.at(mem, gpus, job.gpu_mem_gb or 0.0)
+                np.add.at(cpu, nodes, job.cpu_per_gpu)
+                np.add.at(ram, nodes, job.ram_gb_per_gpu)
+            for g in gpus if len(gpus) <= 4 else ():
                 mem[g] += job.gpu_mem_gb or 0.0
                 node = cluster.gpu_node[g]
                 cpu[node] += job.cpu_per_gpu
                 ram[node] += job.ram_gb_per_gpu
         for g in set(gpus):
-            holders[g].append(p.job)
+            holders.setdefault(g, []).append(p.job)
 
     over = np.flatnonzero(mem > cluster.gpu_mem_gb + TOL)
     for g in over:
         out.append(
             Violation(
                 "gpu_memory",
-                _first(holders[g]),
+                _first(holders.get(int(g), [])),
                 f"GPU {cluster.gpu_ids[g]} holds {mem[g]:g} GB of {cluster.gpu_mem_gb[g]:g} GB",
             )
         )
@@ -147,7 +152,8 @@ def _snapshot_violations(instance: Instance, decision: Decision,
             )
     if problem.exclusive_gpus:
         busy = instance.gpu_busy
-        for g, jobs in enumerate(holders):
+        for g in sorted(holders):  # GPU order; untouched GPUs cannot be shared
+            jobs = holders[g]
             if len(jobs) > 1 or (jobs and busy[g]):
                 out.append(Violation("exclusive", jobs[0], f"GPU {cluster.gpu_ids[g]} is shared"))
     if ok_structure and problem_rules:

@@ -66,11 +66,11 @@ def test_gap_formula_by_hand():
 def test_table_shape_and_hand_checked_gap(suite, tmp_path):
     out = tmp_path / "r.csv"
     rows, _ = run_bench(suite, settings(), out)
-    # 2 instances × (exact on 4 backends + fifo, greedy, obp) × 1 seed
-    assert len(rows) == 2 * 7
+    # 2 instances × (exact on 4 backends + fifo, greedy, obp, pab) × 1 seed
+    assert len(rows) == 2 * 8
     table = read_table(out)
     assert list(table.columns) == list(COLUMNS)
-    assert len(table) == 14
+    assert len(table) == 16
     assert set(table["status"]) <= {"optimal", "feasible"}
     exact = table[(table["instance"] == "hand") & (table["method"] == "exact")]
     assert set(exact["backend"]) == {"cbc", "highs", "scip", "cpsat"}

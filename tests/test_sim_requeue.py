@@ -139,3 +139,31 @@ def test_pab_zero_warmup_judges_at_the_same_time():
     rec = {r.job.id: r for r in run.records}
     assert rec["b"].attempts == [(0.0, 0.0, (0,))]
     assert (rec["a"].end, rec["b"].start, rec["b"].end) == (1000.0, 1000.0, 1100.0)
+
+
+def test_aggregate_utilization_equals_a_midpoint_sum():
+    # independent computation: between consecutive event times, sum each GPU's job
+    # utilizations at the midpoint from the records (attempts included), cap at 100 %
+    import numpy as np
+
+    from dlsched.instances.horus_gen import generate_horus_workload
+    w = generate_horus_workload(seed=3, preset="w-large", jobs=12)
+    run = simulate(w, "pab", SpeedModel(interference="horus"))
+    spans = []
+    for r in run.records:
+        spans += [(a, b, g, r.job.gpu_util) for a, b, g in r.attempts]
+        spans.append((r.start, r.end, tuple(r.gpus.tolist()), r.job.gpu_util))
+    times = sorted({x for a, b, _, _ in spans for x in (a, b)})
+    capped = raw = 0.0
+    for t0, t1 in zip(times, times[1:], strict=False):
+        mid = (t0 + t1) / 2
+        level = np.zeros(w.cluster.num_gpus)
+        for a, b, gpus, u in spans:
+            if a <= mid < b:
+                level[list(gpus)] += u
+        capped += np.minimum(level, 100.0).sum() * (t1 - t0)
+        raw += level.sum() * (t1 - t0)
+    norm = w.cluster.num_gpus * (times[-1] - times[0]) * 100.0
+    s = summary(run)
+    assert s["gpu_util_aggregate"] == pytest.approx(capped / norm)
+    assert s["gpu_util_sum_mean"] == pytest.approx(raw / norm)

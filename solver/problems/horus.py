@@ -232,11 +232,16 @@ def share_costs(
     mem: np.ndarray,
     job_util: np.ndarray,
     job_mem: np.ndarray,
+    gpus: np.ndarray | None = None,
 ) -> np.ndarray:
     """Eq. 7 for one GPU share of each job on each GPU, given the GPUs' current use.
 
     Returns a [jobs, GPUs] matrix; ``inf`` where a GPU has no memory and the job needs some.
+    With ``gpus`` (GPU indices), only those columns, in that order (the same numbers: the
+    formula is elementwise).
     """
+    if gpus is not None:
+        cap, util, mem = cap[gpus], util[gpus], mem[gpus]
     need = mem[None, :] + job_mem[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
         mem_ratio = np.where(
@@ -247,6 +252,8 @@ def share_costs(
     cum = (util[None, :] + job_util[:, None]) / 100.0
     interference = np.empty_like(cum)
     for name, cols in _type_columns(gpu_type):
+        if gpus is not None:
+            cols = cols[gpus]
         interference[:, cols] = p.interference[name](cum[:, cols])
     return p.w_mem * mem_ratio + p.w_util * interference
 

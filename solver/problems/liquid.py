@@ -241,7 +241,24 @@ class LiquidData:
         return net, lin, nodes
 
 
+_DATA: weakref.WeakKeyDictionary[Instance, LiquidData] = weakref.WeakKeyDictionary()
+
+
 def liquid_data(instance: Instance) -> LiquidData:
+    """The arrays of a Liquid instance, built once per instance (instances are immutable;
+    the cache holds them weakly) and read-only: a method, the checks and the evaluator of
+    one ``solve()`` call share them."""
+    hit = _DATA.get(instance)
+    if hit is None:
+        hit = _build_data(instance)
+        for value in vars(hit).values():
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+        _DATA[instance] = hit
+    return hit
+
+
+def _build_data(instance: Instance) -> LiquidData:
     """Build the arrays of a Liquid instance."""
     p = parse_liquid_params(instance.params)
     cluster = instance.cluster

@@ -89,7 +89,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
         if inst.problem != "inference":
             raise InputError(f"problem is {inst.problem!r}", field="problem",
                              source=path, fix="pass an inference workload")
-        policy = load_pg_policy(args.weights, gpus=gpus_of(inference_data(inst)))
+        policy = load_pg_policy(args.weights, gpus=gpus_of(inference_data(inst)), seed=args.seed)
         run = serve(inst, policy, seed=args.seed)
         s = summary(run)
         print(json.dumps({"workload": path, "mean_q": s["mean_q"],

@@ -125,13 +125,20 @@ def shipped_weights(gpus: str = "p2:1") -> Path:
     return Path(str(resources.files("dlsched.rl").joinpath("data", *SHIPPED[gpus].split("/"))))
 
 
-def load_pg_policy(weights: str | None = None, gpus: str = "p2:1", **options: Any) -> PGPolicy:
-    """The ``pg`` serving policy: ``weights`` file, or the shipped one for ``gpus``."""
+def load_pg_policy(weights: str | None = None, gpus: str = "p2:1", greedy: bool = False,
+                   seed: int = 0, **options: Any) -> PGPolicy:
+    """The ``pg`` serving policy: ``weights`` file, or the shipped one for ``gpus``.
+
+    It samples its actions from π(s, ·) (Sec. 3.2: a stochastic policy) with a Generator
+    seeded by ``seed``, so a run is deterministic per seed; ``greedy=True`` takes the
+    most probable action instead.
+    """
     if options:
         raise InputError(f"unknown options {sorted(options)}", field="--option",
-                         fix="pg takes weights=FILE and gpus=p2:1|g2:5,p2:5")
+                         fix="pg takes weights=FILE, gpus=p2:1|g2:5,p2:5, greedy, seed")
     path = Path(weights) if weights else shipped_weights(gpus)
-    return PGPolicy(read_weights(path), greedy=True)
+    return PGPolicy(read_weights(path), greedy=bool(greedy),
+                    rng=np.random.default_rng([int(seed), 7]))
 
 
 def gpus_of(data: InferenceData) -> str:

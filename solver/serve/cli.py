@@ -86,10 +86,12 @@ def run_policy(instance: Instance, policy: str, options: dict[str, Any], *, seed
     if policy not in POLICIES:
         raise InputError(f"unknown serving policy {policy!r}", field="--policy",
                          fix=f"use one of: {', '.join(POLICIES)}")
-    if policy == "pg" and "weights" not in opts and "gpus" not in opts:
-        from ..rl.inference_policy import gpus_of
+    if policy == "pg":
+        opts.setdefault("seed", seed)
+        if "weights" not in opts and "gpus" not in opts:
+            from ..rl.inference_policy import gpus_of
 
-        opts["gpus"] = gpus_of(inference_data(instance))
+            opts["gpus"] = gpus_of(inference_data(instance))
     pol = make_policy(policy, opts)
     return serve(instance, pol, seed=seed, noise_cv=noise), {}
 

@@ -38,6 +38,7 @@ absent or equal to that time.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -178,14 +179,35 @@ class GenieTable:
     weight: float  # W of the objective (see the module docstring)
 
     def option(self, j: int, shape: Shape) -> ShapeOption | None:
+        if type(shape) is Shape:  # compare the two fields first: cheaper than Shape.__eq__
+            nodes, gpn = shape.nodes, shape.gpus_per_node
+            for opt in self.options[j]:
+                s = opt.shape
+                if s.nodes == nodes and s.gpus_per_node == gpn and s == shape:
+                    return opt
+            return None
         for opt in self.options[j]:
             if opt.shape == shape:
                 return opt
         return None
 
 
+_TABLES: weakref.WeakKeyDictionary[Instance, GenieTable] = weakref.WeakKeyDictionary()
+
+
 def genie_table(instance: Instance) -> GenieTable:
-    """Allowed shapes of every waiting task with their predictions, and the weight W."""
+    """Allowed shapes of every waiting task with their predictions, and the weight W.
+
+    Cached per instance (instances are immutable; the cache holds them weakly): the method,
+    the checks and the evaluator of one ``solve()`` call share one table.
+    """
+    hit = _TABLES.get(instance)
+    if hit is None:
+        hit = _TABLES[instance] = _build_table(instance)
+    return hit
+
+
+def _build_table(instance: Instance) -> GenieTable:
     params = parse_genie_params(instance.params)
     platform = platform_of(instance, params.theta)
     options = []
@@ -193,9 +215,13 @@ def genie_table(instance: Instance) -> GenieTable:
         coef = params.coefficients[job.model]
         task = task_of(job)
         t = instance.time
-        options.append(tuple(on_time if meets_ect(t, lat, job) else late
-                             for lat, on_time, late in _predictions(coef, task, platform,
-                                                                    job.batch_size)))
+        rows = _predictions(coef, task, platform, job.batch_size)
+        if job.qos == "urgent":  # meets_ect inlined (same expression): urgent never meets
+            options.append(tuple(late for _lat, _on_time, late in rows))
+        else:
+            limit = job.deadline + ECT_TOL
+            options.append(tuple(on_time if t + lat <= limit else late
+                                 for lat, on_time, late in rows))
     c_max = sum(max(o.cer for o in row) for row in options)
     return GenieTable(params, platform, tuple(options), lexicographic_weight(c_max))
 
