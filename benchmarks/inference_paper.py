@@ -66,8 +66,8 @@ def heuristic_params(gpus: str, scale: float, tune: bool, out: list[str]) -> dic
 def run_tables(hours: float, seed: int, with_pg: bool, out: list[str],
                tune: bool = False) -> dict:
     from dlsched.instances.inference_gen import generate_inference
-    from dlsched.serve.cli import run_policy
     from dlsched.serve.metrics import summary
+    from dlsched.serve.run import run_policy
 
     figures: dict = {}
     for gpus, scale, table in SETTINGS:
@@ -119,7 +119,7 @@ def run_exact(windows: int, size: int, time_limit: float, seed: int, with_pg: bo
     from dlsched.instances.inference_gen import generate_inference
     from dlsched.problems import get_problem
     from dlsched.problems.inference import window
-    from dlsched.serve.cli import run_policy
+    from dlsched.serve.run import run_policy
 
     problem = get_problem("inference")
     inst = generate_inference(seed=seed, gpus=gpus, start_hour=15.0, hours=0.25, scale=scale,

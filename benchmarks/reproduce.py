@@ -494,8 +494,42 @@ def _beyond(paper: str, result: str, gaps: list[float], relative: bool = True) -
                len(gaps), None, None)
 
 
+def inference(seeds: int, quick: bool) -> list[Row]:
+    """Tables 2 and 4 of Fang et al.: the mean-Q gaps heuristic − fixed and pg − heuristic
+    per 3-hour slot (``dlsched.benchmarks.inference_paper``; slots of 0.5 h, 0.1 h with
+    ``--quick``; one workload per slot and seed)."""
+    from .inference_paper import run_tables
+
+    per_gap: dict[tuple[str, str, float], list[dict]] = {}
+    for s in range(seeds):
+        figures = run_tables(0.1 if quick else 0.5, s, True, [])
+        for gpus, fig in figures.items():
+            for g in fig["gaps"]:
+                per_gap.setdefault((gpus, g["gap"], g["slot"]), []).append(g)
+    rows = []
+    for (gpus, gap, slot), found in per_gap.items():
+        paper = found[0]["paper"]
+        ours = [g["ours"] for g in found]
+        mean = statistics.fmean(ours)
+        pg = gap.startswith("pg")
+        direction = mean >= 0 if pg else mean > 0
+        within = direction and paper != 0 and abs(paper) / 2 <= abs(mean) <= 2 * abs(paper)
+        rows.append(Row(
+            "inference", f"{gpus}, {slot:g}-{slot + 3:g} h: mean Q, {gap.replace('-', ' − ')}",
+            "Table 2" if gpus.count(":") == 1 else "Table 4", f"{paper:+.3f}",
+            f"{mean:+.4f} [{min(ours):+.4f}, {max(ours):+.4f}]", len(ours), direction,
+            within, "" if within else (
+                f"ours is {mean / paper:.2f}x the paper's gap: the shipped pg policy is "
+                "weaker than the heuristic (docs/inference.md)" if pg else
+                f"ours is {mean / paper:.2f}x the paper's gap, with the paper's untuned "
+                "alpha = beta = 0.5 (`python -m dlsched.benchmarks.inference_paper --tune` "
+                "tunes them; docs/inference.md)")))
+    return rows
+
+
 EXPERIMENTS: dict[str, Callable[[int, bool], list[Row]]] = {
-    "horus": horus, "genie": genie, "liquid": liquid, "sched2": sched2}
+    "horus": horus, "genie": genie, "liquid": liquid, "sched2": sched2,
+    "inference": inference}
 
 
 def reproduce(paper: str, *, seeds: int = 3, quick: bool = False) -> list[Row]:

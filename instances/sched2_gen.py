@@ -91,7 +91,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--single-share", type=float, default=0.68,
                         help="share of 1-GPU jobs (0.68; the paper also uses 0.60, 0.75)")
     parser.add_argument("--interarrival", type=float, default=172.0,
-                        help="mean inter-arrival time in seconds (172)")
+                        help="mean inter-arrival time in seconds (172, the paper's; "
+                        f"{CONGESTED_INTERARRIVAL:g} is the congested regime of Fig. 10)")
     parser.add_argument("--median-duration", type=float, default=1800.0,
                         help="median solo run time in seconds (1800)")
     parser.add_argument("--sigma", type=float, default=1.5, help="log-normal σ of durations")

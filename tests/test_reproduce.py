@@ -21,7 +21,7 @@ def test_compare_checks_direction_and_factor_two():
     assert row.within_2x
 
 
-@pytest.mark.parametrize("paper", ["horus", "genie", "liquid", "sched2"])
+@pytest.mark.parametrize("paper", ["horus", "genie", "liquid", "sched2", "inference"])
 def test_reproduce_quick_json_rows_parse(paper, capsys):
     assert main(["reproduce", paper, "--quick", "--seeds", "1", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line]

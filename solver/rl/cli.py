@@ -1,27 +1,29 @@
 """``dlsched rl train PROBLEM ...`` and ``dlsched rl evaluate PROBLEM ...``.
 
-Trainers are listed in :data:`TRAINERS`: problem name → module path; the module provides
+Trainers are listed in :data:`TRAINERS`: problem name → its command module, which provides
 ``add_train_arguments(parser)``, ``add_evaluate_arguments(parser)``, ``train_command(args)``
-and ``evaluate_command(args)`` (each returning an exit code). Add a problem with one line.
+and ``evaluate_command(args)`` (each returning an exit code; torch is imported only when
+they run). Add a problem with one line.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
+from types import ModuleType
 
 from ..cli_support import EXIT_BAD_INPUT, Parser
 from ..errors import InputError
+from . import inference_cli, sched2_cli
 
-TRAINERS: dict[str, str] = {
-    "inference": "dlsched.rl.inference_cli",
-    "sched2": "dlsched.rl.sched2_cli",
+TRAINERS: dict[str, ModuleType] = {
+    "inference": inference_cli,
+    "sched2": sched2_cli,
 }
 
 
-def _module(problem: str):
-    return importlib.import_module(TRAINERS[problem])
+def _module(problem: str) -> ModuleType:
+    return TRAINERS[problem]
 
 
 def add_commands(subparsers) -> None:
