@@ -97,6 +97,8 @@ def _cheapest_gpus(state: ClusterState, job: Job, cost_row: np.ndarray,
         if _walk(candidates[first], node_of, room, job.num_gpus, chosen):
             return chosen
         done = len(first)
+        if done == len(candidates):
+            return None
     order = candidates[np.lexsort((candidates, costs))]
     if _walk(order[done:], node_of, room, job.num_gpus, chosen):
         return chosen

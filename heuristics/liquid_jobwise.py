@@ -92,14 +92,12 @@ def _dynamic_terms(data: LiquidData, rnd: _Round, j: int) -> tuple[np.ndarray, n
         return data.lin[sl], data.node_coef
     extra = rnd.round_gpus(j) / data.total_gpus
     lam = data.params.lam
+    if data.params.objective == "paper":  # lin unchanged: the data's rows (read here only)
+        return data.lin[sl], data.node_coef - (1.0 - lam) * extra
     lin = data.lin[sl].copy()
-    node_coef = data.node_coef.copy()
-    if data.params.objective == "paper":
-        node_coef = node_coef - (1.0 - lam) * extra
-    else:
-        sign = np.where(data.c_ps[sl], 1.0, -1.0)
-        lin += sign[:, None] * extra[None, :] / max(1, data.num_containers)
-    return lin, node_coef
+    sign = np.where(data.c_ps[sl], 1.0, -1.0)
+    lin += sign[:, None] * extra[None, :] / max(1, data.num_containers)
+    return lin, data.node_coef.copy()
 
 
 def _job_pairs(data: LiquidData, j: int) -> np.ndarray:

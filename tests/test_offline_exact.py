@@ -256,3 +256,12 @@ def test_schedule_round_trips_through_a_solution_file(tmp_path):
     back = load_solution(tmp_path / "s.json", w)
     assert back == result.decision
     assert validate(w, back).ok
+
+
+def test_a_workload_too_large_for_the_offline_model_is_refused_at_once():
+    from dlsched.instances.sched2_gen import generate_sched2
+
+    workload = generate_sched2(seed=0, jobs=200)  # 15 x 8 GPUs: billions of shapes
+    result = solve(workload, "offline-makespan", time_limit=5)
+    assert result.status.value == "invalid_input"
+    assert "placement shapes" in result.message and result.wall_time < 5

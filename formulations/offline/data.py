@@ -52,6 +52,9 @@ OBJECTIVES = ("makespan", "weighted_jct", "qos")
 WEIGHT_SCALE = 1000
 """Job weights are multiplied by this for CP-SAT; weights with more decimals are refused."""
 MAX_DENOMINATOR = 10_000
+MAX_MODES = 20_000
+"""Most placement shapes (modes) the offline model takes over all jobs: it is for small
+workloads, and enumerating more would take longer than any sensible time limit."""
 """Largest L of an exact grid of 1/L seconds."""
 
 
@@ -65,6 +68,14 @@ class Mode:
     @property
     def gpus(self) -> int:
         return sum(self.counts)
+
+
+def _count_compositions(n: int, caps: list[int]) -> int:
+    """How many ways there are to put n GPUs on servers with the given capacities."""
+    ways = [1] + [0] * n
+    for cap in caps:
+        ways = [sum(ways[left - k] for k in range(min(left, cap) + 1)) for left in range(n + 1)]
+    return ways[n]
 
 
 def _compositions(n: int, caps: list[int]) -> list[tuple[int, ...]]:
@@ -123,6 +134,21 @@ def job_modes(workload: Instance, speed: SpeedModel | None = None) -> list[list[
     bound = speed.bind(workload)
     cluster = workload.cluster
     caps = cluster.node_gpu_count.tolist()
+    def shapes_of(job) -> int:
+        if job.num_gpus is not None:
+            return _count_compositions(job.num_gpus, caps)
+        limit = min(job.batch_size or cluster.num_gpus, cluster.num_gpus)
+        return sum(math.comb(sum(c >= g for c in caps), a)
+                   for g in range(1, max(caps) + 1)
+                   for a in range(1, cluster.num_nodes + 1) if a * g <= limit)
+
+    total = sum(shapes_of(job) for job in workload.jobs)
+    if total > MAX_MODES:
+        raise InputError(
+            f"{len(workload.jobs)} jobs on {cluster.num_nodes} servers have {total} placement "
+            f"shapes, more than the offline model's {MAX_MODES}", field="jobs",
+            fix="offline schedules are for small workloads (e.g. up to 20 jobs on 2-4 "
+                "servers); use a policy in the simulator for larger ones")
     out = []
     for i, job in enumerate(workload.jobs):
         if job.num_gpus is not None:
