@@ -21,11 +21,10 @@ from math import nan
 
 import pandas as pd
 
+from dlsched.heuristics.sched2 import RULES
 from dlsched.instances.sched2_gen import generate_sched2
 from dlsched.simulate import job_table, simulate
 from dlsched.solve import solve
-
-RULES = ("fifo", "sif", "dsif", "saf", "lrf", "spf")
 
 
 def main() -> None:

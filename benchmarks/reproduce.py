@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from dlsched.heuristics.sched2 import RULES
 from dlsched.instances.genie_gen import generate_genie_workload
 from dlsched.instances.horus_gen import generate_horus, generate_horus_workload
 from dlsched.instances.liquid_gen import generate_liquid, generate_liquid_preset
@@ -32,9 +33,6 @@ from dlsched.problems.genie import genie_breakdown, parse_genie_params, platform
 from dlsched.problems.genie.model import feasible_shapes, latency
 from dlsched.simulate import Policy, SpeedModel, job_table, simulate, summary
 from dlsched.solve import solve
-
-PAPERS = ("horus", "genie", "liquid", "sched2")
-RULES = ("fifo", "sif", "dsif", "saf", "lrf", "spf")
 
 
 @dataclass(frozen=True)

@@ -38,13 +38,12 @@ import numpy as np
 from ..heuristics.sched2 import packing
 from ..instance import Instance
 from ..instances.sched2_gen import generate_sched2
-from ..problems.sched2 import SENSITIVITY, locality_profile, parse_sched2_params
+from ..problems.sched2 import SENSITIVITY, parse_sched2_params
 from ..simulate.speed import SpeedModel
-from .features import time_feature
+from .features import PROFILE_PLACEMENTS, sched2_slot_features
 from .selection_env import EpisodeJob, JobSelectionEnv
 
 ENV_ID = "dlsched/Sched2-v0"
-PROFILE_PLACEMENTS = 4
 
 
 class Sched2Env(JobSelectionEnv):
@@ -99,12 +98,11 @@ class Sched2Env(JobSelectionEnv):
         out = []
         for job in workload.jobs:
             sens = self.params.locality.get(job.model or "insensitive", SENSITIVITY["insensitive"])
-            profile = locality_profile(sens, int(job.num_gpus), self.gpus_per_server,
-                                       PROFILE_PLACEMENTS)
+            features = sched2_slot_features(sens, int(job.num_gpus), float(job.duration),
+                                            self.gpus_per_server)
             out.append(EpisodeJob(job.id, float(job.submit_time), int(job.num_gpus),
                                   float(job.duration), job.model,
-                                  extra={"job": job, "profile": time_feature(
-                                      float(job.duration) * np.array(profile))}))
+                                  extra={"job": job, "features": features}))
         return out
 
     def place(self, free: list[list[int]], job: EpisodeJob) -> list[int] | None:
@@ -115,7 +113,7 @@ class Sched2Env(JobSelectionEnv):
         return 1.0 / rate
 
     def job_slot_features(self, job: EpisodeJob) -> np.ndarray:
-        return np.concatenate([job.extra["profile"], [job.demand / self.gpus_per_server]])
+        return job.extra["features"]
 
 
 def register() -> None:

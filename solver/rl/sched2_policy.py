@@ -26,12 +26,11 @@ from ..decision import Decision, Placement
 from ..errors import InputError
 from ..heuristics.sched2 import packing
 from ..instance import Instance
-from ..problems.sched2 import locality_profile, locality_slowdown, parse_sched2_params
-from .features import time_feature
+from ..problems.sched2 import locality_slowdown, parse_sched2_params
+from .features import PROFILE_PLACEMENTS, sched2_slot_features, selection_observation
 
 SHIPPED = "data/sched2_dqn.safetensors"
 """The shipped agent, relative to the ``dlsched.rl`` package."""
-PROFILE_PLACEMENTS = 4
 
 
 class NumpyQNetwork:
@@ -82,31 +81,18 @@ def shipped_weights() -> str:
     return str(resources.files("dlsched.rl").joinpath(SHIPPED))
 
 
-def observation(instance: Instance, free: list[list[int]], gpu_end: np.ndarray,
-                queue: list[int], window: int, gpus_per_server: int) -> np.ndarray:
+def observation(instance: Instance, gpu_end: np.ndarray, queue: list[int], window: int,
+                gpus_per_server: int) -> np.ndarray:
     """The environment's observation of a snapshot (``queue``: pending job indices)."""
     now = instance.time
     params = parse_sched2_params(instance.params)
-    parts = [time_feature(np.maximum(gpu_end - now, 0.0))]
-    slots = np.zeros((window, PROFILE_PLACEMENTS + 2))
-    for slot, j in enumerate(queue[:window]):
-        job = instance.jobs[j]
-        profile = locality_profile(params.sensitivity(job.model), int(job.num_gpus),
-                                   gpus_per_server, PROFILE_PLACEMENTS)
-        slots[slot, :PROFILE_PLACEMENTS] = time_feature(float(job.duration)
-                                                        * np.array(profile))
-        slots[slot, PROFILE_PLACEMENTS] = job.num_gpus / gpus_per_server
-        slots[slot, -1] = time_feature(np.array([now - job.submit_time]))[0]
-    parts.append(slots.ravel())
-    rest = [instance.jobs[j] for j in queue[window:]]
-    stats = np.zeros(4)
-    if rest:
-        stats[0] = len(rest) / 100.0
-        stats[1] = np.mean([r.num_gpus for r in rest]) / gpus_per_server
-        stats[2] = time_feature(np.array([np.mean([r.duration for r in rest])]))[0]
-        stats[3] = time_feature(np.array([np.mean([now - r.submit_time for r in rest])]))[0]
-    parts.append(stats)
-    return np.concatenate(parts)
+    shown = [instance.jobs[j] for j in queue[:window]]
+    slots = [sched2_slot_features(params.sensitivity(job.model), int(job.num_gpus),
+                                  float(job.duration), gpus_per_server) for job in shown]
+    rest = [(int(r.num_gpus), float(r.duration), now - r.submit_time)
+            for r in (instance.jobs[j] for j in queue[window:])]
+    return selection_observation(gpu_end - now, slots, [now - j.submit_time for j in shown],
+                                 rest, window, PROFILE_PLACEMENTS + 2, gpus_per_server)
 
 
 def dqn_decision(instance: Instance, network: NumpyQNetwork) -> Decision:
@@ -139,7 +125,7 @@ def dqn_decision(instance: Instance, network: NumpyQNetwork) -> Decision:
         if not fits[:window].any():
             break
         fits[window] = not idle
-        q = network(observation(instance, free, gpu_end, queue, window, m))
+        q = network(observation(instance, gpu_end, queue, window, m))
         action = int(np.argmax(np.where(fits, q, -np.inf)))
         if action == window:
             break

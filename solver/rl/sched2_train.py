@@ -25,13 +25,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..heuristics.sched2 import RULES
 from ..instance import Instance
 from ..instances.sched2_gen import CONGESTED_INTERARRIVAL, generate_sched2
 
 TRAIN_SEEDS = range(0, 30)
 TEST_SEEDS = range(1000, 1030)
 VALIDATION_SEEDS = range(2000, 2010)
-RULES = ("fifo", "sif", "dsif", "saf", "lrf", "spf")
 
 
 @dataclass(frozen=True)

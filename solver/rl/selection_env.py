@@ -29,10 +29,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from .features import time_feature
+from .features import OBS_HIGH, selection_observation
 
 INVALID_PENALTY = -0.1
-OBS_HIGH = 1000.0  # a loose bound; every feature is clipped to it
 
 
 @dataclass
@@ -211,23 +210,13 @@ class JobSelectionEnv(gym.Env):
 
     # ------------------------------------------------------------------ observation
     def _observation(self) -> np.ndarray:
-        remaining = np.maximum(self.gpu_end - self.now, 0.0)
-        parts = [time_feature(remaining)]
-        slots = np.zeros((self.window, self.job_features))
-        for slot, j in enumerate(self.queue[: self.window]):
-            job = self.jobs[j]
-            slots[slot, :-1] = self.job_slot_features(job)
-            slots[slot, -1] = time_feature(np.array([self.now - job.submit]))[0]
-        parts.append(slots.ravel())
-        rest = [self.jobs[j] for j in self.queue[self.window:]]
-        stats = np.zeros(4)
-        if rest:
-            stats[0] = len(rest) / 100.0
-            stats[1] = np.mean([r.demand for r in rest]) / self.gpus_per_server
-            stats[2] = time_feature(np.array([np.mean([r.duration for r in rest])]))[0]
-            stats[3] = time_feature(np.array([np.mean([self.now - r.submit for r in rest])]))[0]
-        parts.append(stats)
-        return np.clip(np.concatenate(parts), 0.0, OBS_HIGH).astype(np.float32)
+        shown = [self.jobs[j] for j in self.queue[: self.window]]
+        rest = [(r.demand, r.duration, self.now - r.submit)
+                for r in (self.jobs[j] for j in self.queue[self.window:])]
+        return selection_observation(
+            self.gpu_end - self.now, [self.job_slot_features(j) for j in shown],
+            [self.now - j.submit for j in shown], rest, self.window, self.job_features,
+            self.gpus_per_server)
 
     def _info(self) -> dict[str, Any]:
         done = [j for j in self.jobs if j.start is not None]
