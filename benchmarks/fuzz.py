@@ -75,10 +75,16 @@ def make_seeds() -> list[Seed]:
         ("liquid", gen["liquid"].build(seed=1, nodes=3, gpus_per_node=2, busy=0.3), "bestfit"),
         ("sched2", gen["sched2"].build(seed=1, jobs=8, servers=2, gpus_per_server=4), "sif"),
     ]
-    if "inference" in gen:  # its decisions are batches, not placements: instance mutants only
+    if "inference" in gen:  # decisions are batches (solution key "batches")
         inst = gen["inference"].build(seed=1, hours=0.003, peak_qps=5)
         seeds.append(Seed("inference", "instance", "inference", inst.to_dict(),
                           method="edf-dp"))
+        exact_delays = gen["inference"].build(seed=2, hours=0.003, peak_qps=5, delay_cv=0.0)
+        result = solve(exact_delays, "edf-dp", seed=0)
+        if result.decision is not None:
+            seeds.append(Seed("inference-solution", "solution", "inference",
+                              solution_to_dict(exact_delays, result.decision),
+                              instance_doc=exact_delays.to_dict()))
     for name, inst, method in snapshots:
         doc = inst.to_dict()
         seeds.append(Seed(name, "instance", inst.problem, doc, method=method))
@@ -230,7 +236,7 @@ def mutate(seed: Seed, ch: Chooser) -> Mutant:
         under_map = len(path) >= 2 and path[-2] in ("node_cpu", "node_ram_gb", "locality")
         reject = False
         if not free and _category(old) != _category(new) and not (
-                new is None and name in NULLABLE):
+                new is None and (name in NULLABLE or path[-3:-2] == ("delay_ms",))):  # B absent
             reject = True
         if (not free and isinstance(new, int | float) and not isinstance(new, bool) and new < 0
                 and (name in NONNEG or under_map) and isinstance(old, int | float)):

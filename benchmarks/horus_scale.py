@@ -2,41 +2,56 @@
 
 Protocol: instances from ``dlsched.instances.horus_gen.generate_horus`` (128 servers × 8 GTX 1080,
 β = 15 pending jobs, a share ``busy`` of the GPUs already running jobs), seeds 0..N-1;
-every exact backend with gap tolerance 0, one thread, and a time limit; heuristics as
+every exact backend of the backend layer (``dlsched.formulations.backend.BACKENDS``: cbc,
+highs, scip, cpsat; ``--backends`` picks some) with gap tolerance 0, one thread, and a time
+limit (build included); heuristics as
 registered. Gaps are relative to the best proven-optimal objective of the instance, from
 the evaluator's objectives: (heuristic − optimum) / |optimum|. The objective includes the
 penalty per GPU request left waiting, which dominates when a method places fewer
 requests than the optimum; the last column shows how many it left. Times are wall-clock on
-the machine that runs the script (reported in the header).
+the machine that runs the script (reported in the header). The last line is one JSON
+object with every figure.
 
-    python -m dlsched.benchmarks.horus_scale --seeds 20 --busy 0.5
+    python -m dlsched.benchmarks.horus_scale --seeds 20 --busy 0.5 [--backends cbc,scip]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
 import time
 
 from dlsched import solve
+from dlsched.formulations.backend import BACKENDS
 from dlsched.instances.horus_gen import generate_horus
 from dlsched.problems.horus import horus_breakdown
 from dlsched.result import Status
 
-EXACT = ("cbc", "highs", "cpsat")
+EXACT = BACKENDS  # every backend of the layer: cbc, highs, scip, cpsat
 HEURISTICS = ("greedy", "obp", "fifo")
 
 
+def parse_backends(text: str) -> tuple[str, ...]:
+    """``"cbc,scip"`` → ("cbc", "scip"); unknown names are an argparse error."""
+    out = tuple(b for b in text.replace(" ", ",").split(",") if b)
+    bad = [b for b in out if b not in BACKENDS]
+    if bad or not out:
+        raise argparse.ArgumentTypeError(f"unknown backends {bad} (use {','.join(BACKENDS)})")
+    return out
+
+
 def run(seeds: int, busy: float, cost_model: str, time_limit: float, nodes: int,
-        beta: int) -> str:
-    rows: dict[str, list[dict]] = {name: [] for name in (*EXACT, *HEURISTICS)}
+        beta: int, backends: tuple[str, ...] = EXACT) -> tuple[str, dict]:
+    """Run the protocol; returns the markdown report and the figures (JSON-ready)."""
+    rows: dict[str, list[dict]] = {name: [] for name in (*backends, *HEURISTICS)}
     for seed in range(seeds):
         inst = generate_horus(seed=seed, nodes=nodes, beta=beta, busy=busy,
                               cost_model=cost_model)
         optimum = None
-        for backend in EXACT:
+        for backend in backends:
             r = solve(inst, "exact", backend=backend, time_limit=time_limit, seed=seed)
             rows[backend].append(dict(status=r.status, objective=r.objective,
                                       build=r.build_time, wall=r.wall_time,
@@ -57,7 +72,9 @@ def run(seeds: int, busy: float, cost_model: str, time_limit: float, nodes: int,
                            else (last["objective"] - optimum) / abs(optimum))
             if last["gap"] is not None and abs(last["gap"]) < 1e-12:  # float noise
                 last["gap"] = 0.0
-    return _table(rows, seeds, busy, cost_model, time_limit, nodes, beta)
+    figures = {name: [{k: (v.value if isinstance(v, Status) else v) for k, v in r.items()}
+                      for r in runs] for name, runs in rows.items()}
+    return _table(rows, seeds, busy, cost_model, time_limit, nodes, beta), figures
 
 
 def _fmt(values: list[float], scale: float = 1.0, digits: int = 3) -> str:
@@ -82,7 +99,7 @@ def _table(rows, seeds, busy, cost_model, time_limit, nodes, beta) -> str:
         solve_t = [r["solve"] for r in runs if r.get("solve") is not None]
         wall = [r["wall"] for r in runs]
         unplaced = [r["unplaced"] for r in runs if "unplaced" in r]
-        label = f"exact ({name})" if name in EXACT else name
+        label = name if name in HEURISTICS else f"exact ({name})"
         mean_unplaced = f"{statistics.mean(unplaced):.2f}" if unplaced else "-"
         out.append(f"| {label} | {opt}/{len(runs)} | {_fmt(build)} | {_fmt(solve_t)} | "
                    f"{_fmt(wall)} | {_fmt(gaps, 100, 2)} | {sum(g > 1e-9 for g in gaps)} | "
@@ -98,10 +115,18 @@ def main() -> None:
     parser.add_argument("--time-limit", type=float, default=120.0)
     parser.add_argument("--nodes", type=int, default=128)
     parser.add_argument("--beta", type=int, default=15)
+    parser.add_argument("--backends", type=parse_backends, default=EXACT,
+                        help=f"comma-separated exact backends ({','.join(EXACT)})")
     args = parser.parse_args()
     start = time.perf_counter()
-    print(run(args.seeds, args.busy, args.cost_model, args.time_limit, args.nodes, args.beta))
-    print(f"\ntotal {time.perf_counter() - start:.0f} s")
+    text, figures = run(args.seeds, args.busy, args.cost_model, args.time_limit, args.nodes,
+                        args.beta, args.backends)
+    print(text)
+    wall = time.perf_counter() - start
+    print(f"\ntotal {wall:.0f} s")
+    print(json.dumps({"benchmark": "horus_scale", "arguments": {**vars(args),
+                      "backends": list(args.backends)}, "wall_s": wall,
+                      "load_average": list(os.getloadavg()), "methods": figures}))
 
 
 if __name__ == "__main__":

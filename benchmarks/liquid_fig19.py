@@ -1,13 +1,15 @@
 """Liquid on the Fig. 19 batches: exact optimum per backend, and the heuristics' gaps to it.
 
 For each size (5, 10, 15, 20 servers × 2 T4) one generated instance (``--instance-seed``):
-the exact model on every backend (``--time-limit`` each, one thread), then best-fit
+the exact model on every backend of the backend layer
+(``dlsched.formulations.backend.BACKENDS``: cbc, highs, scip, cpsat; ``--backends`` picks
+some; ``--time-limit`` each, build included, one thread), then best-fit
 (deterministic), the GA over ``--seeds`` seeds (stopped by its stall limit, capped by
 ``--gga-time-limit``), the GA seeded with best-fit, and the baselines. Every objective
 comes from the problem's evaluator (through ``dlsched.solve``). The reference is the best
 objective any backend found; "proven" says whether a backend proved it optimal. Gaps are
 absolute (objective - reference) and relative to |reference| (objectives are negative:
-the paper's fitness term is).
+the paper's fitness term is). The last line is one JSON object with the figures.
 
     python -m dlsched.benchmarks.liquid_fig19 --time-limit 120 --seeds 10 > liquid_fig19.md
 """
@@ -15,13 +17,15 @@ the paper's fitness term is).
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
 import sys
 
 from dlsched import solve
+from dlsched.formulations.backend import BACKENDS
 from dlsched.instances.liquid_gen import generate_liquid
 
-BACKENDS = ("cbc", "highs", "cpsat")
 BASELINES = ("random", "spread", "firstfit", "pack")
 
 
@@ -29,9 +33,22 @@ def _fmt(value: float | None, digits: int = 4) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def parse_backends(text: str) -> tuple[str, ...]:
+    """``"cbc,scip"`` → ("cbc", "scip"); unknown names are an argparse error."""
+    out = tuple(b for b in text.replace(" ", ",").split(",") if b)
+    bad = [b for b in out if b not in BACKENDS]
+    if bad or not out:
+        raise argparse.ArgumentTypeError(f"unknown backends {bad} (use {','.join(BACKENDS)})")
+    return out
+
+
 def run(nodes: list[int], time_limit: float, seeds: int, instance_seed: int,
-        gga_time_limit: float, backends: tuple[str, ...]) -> str:
+        gga_time_limit: float, backends: tuple[str, ...] = BACKENDS,
+        figures: dict | None = None) -> str:
+    """Run the protocol; returns the markdown report (``figures``, when given, receives
+    the exact runs: servers, backend, status, objective, bound, wall seconds)."""
     exact_rows, heur_rows = [], []
+    exact_figs: list[dict] = []
     for n in nodes:
         inst = generate_liquid(seed=instance_seed, nodes=n)
         best, proven = None, False
@@ -41,6 +58,9 @@ def run(nodes: list[int], time_limit: float, seeds: int, instance_seed: int,
             exact_rows.append(f"| {n} | {len(inst.jobs)} | {size}"
                               f" | {b} | {r.status.value} | {_fmt(r.objective)} | {_fmt(r.bound)}"
                               f" | {r.wall_time:.2f} |")
+            exact_figs.append({"servers": n, "backend": b, "status": r.status.value,
+                               "objective": r.objective, "bound": r.bound,
+                               "wall_s": r.wall_time})
             if r.objective is not None and (best is None or r.objective < best):
                 best = r.objective
             proven |= r.status.value == "optimal"
@@ -72,6 +92,8 @@ def run(nodes: list[int], time_limit: float, seeds: int, instance_seed: int,
             print(heur_rows[-1], file=sys.stderr, flush=True)
         proof = "proven" if proven else "not proven"
         heur_rows.append(f"| {n} | reference | | {_fmt(best)} | | {proof} | | |")
+    if figures is not None:
+        figures["exact"] = exact_figs
     out = ["### Exact model", "",
            "| servers | jobs | containers | backend | status | objective | bound | time s |",
            "|---|---|---|---|---|---|---|---|", *exact_rows, "",
@@ -89,10 +111,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--instance-seed", type=int, default=0)
     parser.add_argument("--gga-time-limit", type=float, default=60.0)
-    parser.add_argument("--backends", nargs="+", default=list(BACKENDS))
+    parser.add_argument("--backends", nargs="+", type=parse_backends, default=[BACKENDS],
+                        help=f"exact backends, comma- or space-separated ({','.join(BACKENDS)})")
     args = parser.parse_args(argv)
+    backends = tuple(b for group in args.backends for b in group)
+    figures: dict = {}
     print(run(args.nodes, args.time_limit, args.seeds, args.instance_seed,
-              args.gga_time_limit, tuple(args.backends)))
+              args.gga_time_limit, backends, figures))
+    print(json.dumps({"benchmark": "liquid_fig19",
+                      "arguments": {**vars(args), "backends": list(backends)},
+                      "load_average": list(os.getloadavg()), **figures}))
     return 0
 
 

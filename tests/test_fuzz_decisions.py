@@ -14,7 +14,7 @@ import random
 import pytest
 
 from dlsched.benchmarks.fuzz import make_seeds
-from dlsched.decision import Decision, decision_from_dict
+from dlsched.decision import Decision, solution_decision
 from dlsched.instance_io import instance_from_dict
 from dlsched.validate import validate
 
@@ -31,14 +31,16 @@ def decisions():
         if seed.kind != "solution":
             continue
         instance = instance_from_dict(seed.instance_doc)
-        decision = decision_from_dict(seed.doc["placements"])
+        decision = solution_decision(seed.doc, instance)  # inference: batches
         assert validate(instance, decision).ok, seed.name
         out.setdefault(seed.problem, []).append((instance, decision))
     return out
 
 
 def test_every_problem_has_seed_decisions(decisions):
-    assert set(decisions) >= {"horus", "genie", "liquid", "sched2"}
+    assert set(decisions) >= {"horus", "genie", "liquid", "sched2", "inference"}
+    assert all(d.batches for _, d in decisions["inference"])  # corrupted in
+    # tests/test_inference_solution_io.py (batches, not placements)
     assert any(p.end is not None for _, d in decisions["sched2"] for p in d.placements)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 
 import numpy as np
 import pytest
@@ -14,14 +15,25 @@ pytest.importorskip("safetensors")
 
 from dlsched.rl.inference_policy import (  # noqa: E402
     SHIPPED,
+    Featurizer,
+    PGPolicy,
+    action_table,
     load_pg_policy,
     read_weights,
     shipped_weights,
 )
-from dlsched.rl.inference_train import TrainConfig, discounted, rewards_of, train  # noqa: E402
+from dlsched.rl.inference_train import (  # noqa: E402
+    TrainConfig,
+    _Labeller,
+    discounted,
+    rewards_of,
+    train,
+    training_episodes,
+    validation_episodes,
+)
 
-TINY = TrainConfig(episodes=1, episode_minutes=0.5, iterations=2, rollouts=2, bc_epochs=3,
-                   seed=7)
+TINY = TrainConfig(episodes=1, episode_minutes=0.5, val_episodes=1, iterations=2, rollouts=2,
+                   bc_epochs=2, dagger=1, eval_every=1, teachers="given", seed=7)
 
 
 def test_training_is_deterministic_for_a_seed(tmp_path):
@@ -34,20 +46,39 @@ def test_training_is_deterministic_for_a_seed(tmp_path):
         assert np.array_equal(wa[k], wb[k])
     rows_a = list(csv.DictReader((tmp_path / "a" / "learning_curve.csv").open()))
     rows_b = list(csv.DictReader((tmp_path / "b" / "learning_curve.csv").open()))
+    assert [r["phase"] for r in rows_a] == ["bc1(a=0.5,b=0.5)", "bc1(a=0.5,b=0.5)-dagger1",
+                                            "pg", "pg"]
     drop = "cpu_seconds"
     assert [{k: v for k, v in r.items() if k != drop} for r in rows_a] == \
            [{k: v for k, v in r.items() if k != drop} for r in rows_b]
-    assert a["greedy_mean_q"] == b["greedy_mean_q"]
+    assert a["val_mean_q"] == b["val_mean_q"] and a["selected"] == b["selected"]
     c = train(TrainConfig(**{**TINY.__dict__, "seed": 8}), tmp_path / "c", log=lambda *_: None)
     wc = read_weights(tmp_path / "c" / "policy.safetensors")
     assert not np.array_equal(wa["w1"], wc["w1"])
     del c
 
 
-def test_weights_file_is_not_pickle(tmp_path):
-    train(TINY, tmp_path / "a", log=lambda *_: None)
-    head = (tmp_path / "a" / "policy.safetensors").read_bytes()[:16]
-    assert not head.startswith(b"\x80")  # a pickle stream starts with PROTO 0x80
+def test_weights_file_is_not_pickle_and_records_the_selection(tmp_path):
+    from safetensors import safe_open
+
+    out = train(TINY, tmp_path / "a", log=lambda *_: None)
+    path = tmp_path / "a" / "policy.safetensors"
+    raw = path.read_bytes()  # safetensors: 8-byte header length, JSON header, raw arrays
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    assert sorted(k for k in header if k != "__metadata__") == ["b1", "b2", "w1", "w2"]
+    assert header["w1"]["dtype"] == "F64"
+    assert len(raw) == 8 + n + max(v["data_offsets"][1] for k, v in header.items()
+                                   if k != "__metadata__")
+    with safe_open(str(path), framework="numpy") as fh:
+        meta = fh.metadata()
+    assert meta["selected"] == out["selected"]
+    assert meta["seed"] == "7"
+    assert '"teachers": "given"' in meta["config"]
+    # the selected checkpoint is the best validation row of the learning curve
+    rows = list(csv.DictReader((tmp_path / "a" / "learning_curve.csv").open()))
+    vals = [float(r["val_greedy_mean_q"]) for r in rows if r["val_greedy_mean_q"] != "nan"]
+    assert out["val_mean_q"] == pytest.approx(max(vals))
 
 
 def test_discounted_returns_by_hand():
@@ -82,8 +113,80 @@ def test_window_reward_by_hand():
     assert rewards_of(run, trace, TrainConfig(reward="batch")).tolist() == [1.0, 1.0]
 
 
+def test_features_by_hand():
+    from dlsched.instances.inference_gen import inference_instance
+    from dlsched.problems.inference import inference_data
+    from dlsched.serve.engine import ServeState
+
+    tables = {"full": {"kappa": 1.0, "delay_ms": {
+                  "p2": {"1": 100, "2": 150, "4": 200, "8": 400},
+                  "g2": {"1": 200, "2": 300, "4": 500, "8": 800}}},
+              "tiny": {"kappa": 0.5, "delay_ms": {
+                  "p2": {"1": 40, "2": 60, "4": 80, "8": 160},
+                  "g2": {"1": 80, "2": 120, "4": 160, "8": 320}}}}
+    inst = inference_instance(arrival=[0, 100, 300], soft=[1000, 1100, 1300],
+                              hard=[2000, 2100, 2300], gpu_types=["g2", "p2"], name="f",
+                              provenance={}, models=tables, batch_sizes=(1, 2, 4, 8))
+    data = inference_data(inst)
+    g2, p2 = data.gpu_type.tolist().index(0), data.gpu_type.tolist().index(1)
+    free = [0, 0]
+    free[g2] = 500
+    # bins (200 ms): soft 1000, 1100 → bin 5, 1300 → bin 6; heap keys bin * N + query
+    sim = ServeState(data=data, now=300, heap=[15, 16, 20], bin_count={5: 2, 6: 1},
+                     gpu_free=free, next_arrival=3, arrivals=[0, 100, 300])
+    busy = [0.0, 0.0]
+    busy[g2] = 0.2
+    # ξ by B = 8 throughput: p2 8/400, g2 8/800 → 2/3, 1/3; R_t = 3 / 5 s = 0.6 q/s
+    xi = 2.0 / 3.0
+    want = ([0.0] * 8 + [2.0, 1.0] + [3.0, 0.6] + [0.0, 1.0] + busy + [xi, 3 * xi]
+            + [d * xi * 0.6 for d in (0.1, 0.15, 0.2, 0.4)] + [0.7, 1.7])
+    got = Featurizer(data)(sim, p2)
+    assert got.tolist() == pytest.approx(want)
+
+
+def test_labeller_reproduces_the_teacher_and_labels_its_choices():
+    from dlsched.instances.inference_gen import generate_inference
+    from dlsched.serve.engine import serve
+    from dlsched.serve.policies import HeuristicPolicy
+
+    inst = generate_inference(seed=3, gpus="p2:1", start_hour=15.0, hours=0.02, peak_qps=40)
+    plain = serve(inst, HeuristicPolicy(alpha=0.75, beta=0.75))
+    lab = _Labeller(HeuristicPolicy(alpha=0.75, beta=0.75), None)
+    run = serve(inst, lab)
+    assert run.batches == plain.batches
+    table = action_table(run.data)
+    assert len(lab.pairs) == len(run.batches)
+    for (_s, a), b in zip(lab.pairs, run.batches, strict=True):
+        size, m = table[a]
+        assert run.data.models[m] == b.model
+        assert len(b.queries) <= size
+    assert any(b.model == "tiny" for b in run.batches)  # the model rule is exercised
+
+
+def test_validation_episodes_are_disjoint_from_training_and_test_slots():
+    cfg = TrainConfig(episodes=2, val_episodes=2, episode_minutes=1.0)
+    tr, va = training_episodes(cfg), validation_episodes(cfg)
+    seeds_tr = {e.provenance["seed"] for e in tr}
+    seeds_va = {e.provenance["seed"] for e in va}
+    assert not seeds_tr & seeds_va
+    for e in va:
+        args = e.provenance["arguments"]
+        assert args["start_hour"] >= 9.0 and args["start_hour"] + args["hours"] <= 12.0
+
+
+def test_greedy_is_the_default_at_evaluation():
+    pol = load_pg_policy(gpus="p2:1")
+    assert pol.greedy
+    assert not load_pg_policy(gpus="p2:1", greedy="false").greedy
+    w = {"w1": np.zeros((2, 3)), "b1": np.zeros(3), "w2": np.zeros((3, 3)),
+         "b2": np.array([0.0, 2.0, 1.0])}
+    assert PGPolicy(w).act(np.ones(2)) == 1
+
+
 @pytest.mark.parametrize("gpus", sorted(SHIPPED))
 def test_shipped_weights_load_and_run(gpus):
+    from safetensors import safe_open
+
     from dlsched.instances.inference_gen import generate_inference
     from dlsched.serve.engine import serve
 
@@ -97,6 +200,10 @@ def test_shipped_weights_load_and_run(gpus):
     assert again.batches == run.batches
     curve = shipped_weights(gpus).parent / "learning_curve.csv"
     assert curve.exists()
+    with safe_open(str(shipped_weights(gpus)), framework="numpy") as fh:
+        meta = fh.metadata()
+    assert meta["command"].startswith("dlsched rl train inference")
+    assert f"--gpus {gpus}" in meta["command"]
 
 
 def test_weights_for_another_cluster_are_refused():

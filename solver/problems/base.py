@@ -116,6 +116,28 @@ class Problem:
         """
         return []
 
+    def decision_from_solution(self, doc: Mapping[str, Any]) -> Decision | None:
+        """The decision of a solution document, for problems whose decisions are not
+        generic placements.
+
+        Parameters
+        ----------
+        doc
+            A solution document that passed the solution schema and names this instance.
+
+        Returns
+        -------
+        Decision or None
+            ``None`` (the base class): the generic ``placements`` reader applies.
+
+        Raises
+        ------
+        InputError
+            The document lacks, or carries, a field this problem's decisions need or
+            forbid (field named, one line).
+        """
+        return None
+
     def evaluate(self, instance: Instance, decision: Decision) -> float:
         """The objective value of a (valid) decision, from the decision alone.
 

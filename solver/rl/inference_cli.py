@@ -25,12 +25,20 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="training episodes (generated workloads)")
     p.add_argument("--episode-minutes", type=float, default=d.episode_minutes,
                    help="length of each episode in minutes")
+    p.add_argument("--val-episodes", type=int, default=d.val_episodes,
+                   help="validation episodes for checkpoint selection (9-12 h, own seeds)")
     p.add_argument("--iterations", type=int, default=d.iterations,
                    help="policy-gradient iterations")
     p.add_argument("--rollouts", type=int, default=d.rollouts,
                    help="rollouts per iteration")
     p.add_argument("--bc-epochs", type=int, default=d.bc_epochs,
-                   help="behaviour-cloning epochs before policy gradient")
+                   help="behaviour-cloning epochs (per fit) before policy gradient")
+    p.add_argument("--dagger", type=int, default=d.dagger,
+                   help="DAgger rounds after behaviour cloning")
+    p.add_argument("--batch-size", type=int, default=d.batch_size,
+                   help="minibatch size of behaviour cloning")
+    p.add_argument("--eval-every", type=int, default=d.eval_every,
+                   help="validate the policy-gradient iterate every N iterations")
     p.add_argument("--lr", type=float, default=d.lr,
                    help="learning rate of behaviour cloning")
     p.add_argument("--pg-lr", type=float, default=d.pg_lr,
@@ -42,10 +50,14 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="reward: per batch or over a sliding window")
     p.add_argument("--max-cpu-seconds", type=float, default=d.max_cpu_seconds,
                    help="stop policy gradient after this much CPU time (1500)")
+    p.add_argument("--teachers", default=d.teachers,
+                   help="heuristics to clone, comma-separated: benchmark (α, β tuned as "
+                   "inference_paper --tune does), train (tuned on these training episodes), "
+                   f"given (--teacher-alpha/--teacher-beta); default {d.teachers}")
     p.add_argument("--teacher-alpha", type=float, default=d.teacher_alpha,
-                   help="α of the heuristic cloned before policy gradient")
+                   help="α of the 'given' teacher")
     p.add_argument("--teacher-beta", type=float, default=d.teacher_beta,
-                   help="β of the heuristic cloned before policy gradient")
+                   help="β of the 'given' teacher")
     p.add_argument("--seed", type=int, default=d.seed, help="seed of everything")
     p.add_argument("--out", required=True, help="directory for policy.safetensors and "
                    "learning_curve.csv")
@@ -56,15 +68,20 @@ def train_command(args: argparse.Namespace) -> int:
 
     cfg = TrainConfig(gpus=args.gpus, scale=args.scale, peak_qps=args.peak_qps,
                       episodes=args.episodes, episode_minutes=args.episode_minutes,
-                      iterations=args.iterations, rollouts=args.rollouts,
-                      bc_epochs=args.bc_epochs, lr=args.lr, pg_lr=args.pg_lr,
+                      val_episodes=args.val_episodes, iterations=args.iterations,
+                      rollouts=args.rollouts, bc_epochs=args.bc_epochs, dagger=args.dagger,
+                      batch_size=args.batch_size, lr=args.lr, pg_lr=args.pg_lr,
                       gamma=args.gamma, entropy=args.entropy, reward=args.reward,
+                      eval_every=args.eval_every, teachers=args.teachers,
                       teacher_alpha=args.teacher_alpha, teacher_beta=args.teacher_beta,
                       max_cpu_seconds=args.max_cpu_seconds,
                       seed=args.seed)
-    if cfg.episodes < 1 or cfg.iterations < 0 or cfg.rollouts < 1:
-        raise InputError("episodes, rollouts >= 1 and iterations >= 0 are required",
-                         field="--episodes/--rollouts/--iterations", fix="see --help")
+    if (cfg.episodes < 1 or cfg.val_episodes < 1 or cfg.iterations < 0 or cfg.rollouts < 1
+            or cfg.dagger < 0 or cfg.batch_size < 1 or cfg.eval_every < 1):
+        raise InputError("episodes, val-episodes, rollouts, batch-size, eval-every >= 1 and "
+                         "iterations, dagger >= 0 are required",
+                         field="--episodes/--val-episodes/--rollouts/--iterations/--dagger",
+                         fix="see --help")
     command = "dlsched rl train inference " + " ".join(shlex.quote(a) for a in sys.argv[4:])
     result = train(cfg, args.out, command=command)
     print(json.dumps(result))

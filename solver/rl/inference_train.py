@@ -1,28 +1,50 @@
 """Training the ``pg`` serving policy: behaviour cloning of Eq. 2, then policy gradient.
 
 Episodes (Sec. 4.1): 10-minute slices of the generated stream from 9 h to 12 h (the
-paper's training span), one per seed. Two phases, both seeded and deterministic on CPU
-(``torch.set_num_threads(1)``, one numpy Generator per rollout):
+paper's training span), one per seed (1000 + i). Everything is seeded and deterministic
+on CPU (``torch.set_num_threads(1)``, a seeded torch Generator for minibatch order, one
+numpy Generator per rollout). The phases, and what is ours rather than the paper's:
 
-1. warm start (our addition, stated): the network is fitted by cross-entropy to the
-   heuristic's (B, M) choices on the training episodes (``bc_epochs``; the heuristic with
-   ``teacher_alpha``, ``teacher_beta``);
-2. REINFORCE (Sutton et al. [12]): per iteration, ``rollouts`` sampled runs of one
-   episode; per decision the reward is, by ``reward``:
+1. teachers (ours, stated): Eq. 2 heuristics, by ``teachers`` (comma-separated):
+   ``benchmark`` — α, β tuned exactly as ``benchmarks/inference_paper.py --tune`` does
+   (:func:`dlsched.serve.tune.tune_heuristic` on 3 × 10 min of 9-12 h at the generator's
+   default rate, :func:`tuning_episodes`), i.e. the heuristic the benchmark compares
+   against; ``train`` — the same grid tuned on this run's own training episodes (the
+   paper: "the training data is also used to optimize the parameters of the heuristic
+   scheduler"; it differs from ``benchmark`` when ``peak_qps`` differs); ``given`` —
+   ``teacher_alpha``, ``teacher_beta``. Equal (α, β) pairs are cloned once;
+2. behaviour cloning (ours, stated; the paper starts from scratch), per teacher from the
+   same seeded initial network: cross-entropy fit to the teacher's (B, M) choices on the
+   training episodes (``bc_epochs`` minibatch epochs of Adam, inputs standardized by the
+   mean / SD of all teachers' states), then ``dagger`` rounds of DAgger (Ross et al.
+   2011): the cloned policy runs greedily on the training episodes, the teacher labels the
+   states it visits (its B, and its model for the queries the engine would take), and the
+   network is refitted on all labels so far. Every fit is a candidate (step 4); policy
+   gradient starts from the best candidate;
+3. REINFORCE (Sutton et al. [12], the paper's learner): per iteration, ``rollouts``
+   sampled runs of one training episode; per decision the reward is, by ``reward``:
    ``window`` (the paper): the mean Q of the latest W = 1000 responses, batches after the
-   decision excluded; ``batch``: the Σ Q of the batch it dispatched (0 for a wait).
-   Returns are discounted by ``gamma`` per decision; the baseline is the mean return of
-   the iteration's rollouts at the same decision index; Adam. Training stops after
-   ``iterations`` or once ``max_cpu_seconds`` of CPU time are spent (default 1500 s,
-   within the 30-minute budget).
+   decision excluded; ``batch`` (a stated variant): the Σ Q of the batch it dispatched (0
+   for a wait). Returns are discounted by ``gamma`` per decision; the baseline is the mean
+   return of the iteration's rollouts at the same decision index; entropy bonus
+   ``entropy``; Adam with ``pg_lr``;
+4. checkpoint selection (ours, stated): every cloned network and every ``eval_every``-th
+   policy-gradient iterate are run greedily on ``val_episodes`` VALIDATION episodes
+   (9-12 h, seeds 5000 + i: disjoint from the training episodes and from the 12-24 h test
+   slots of the benchmark) and the one with the highest mean Q is written.
 
-The weights are written with safetensors (numpy arrays ``w1 b1 w2 b2``; metadata: the
-command, seed, cluster and feature layout), the learning curve as CSV.
+Training stops after ``iterations`` or once ``max_cpu_seconds`` of CPU time are spent
+(default 1500 s, within the 30-minute budget).
+
+The weights are written with safetensors (numpy arrays ``w1 b1 w2 b2``, standardization
+folded into ``w1 b1``; metadata: the command, configuration, seed, teacher α/β, feature
+and action layout, the selected checkpoint), the learning curve as CSV.
 """
 
 from __future__ import annotations
 
 import csv
+import heapq
 import json
 import time
 from dataclasses import asdict, dataclass
@@ -30,11 +52,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import InputError
 from ..instance import Instance
 from ..problems.inference import inference_data
 from ..serve.engine import serve
 from ..serve.policies import HeuristicPolicy
-from .inference_policy import HIDDEN, PGPolicy, action_table, feature_size, features
+from .inference_policy import HIDDEN, Featurizer, PGPolicy, action_table, feature_size
 
 
 @dataclass(frozen=True)
@@ -46,53 +69,114 @@ class TrainConfig:
     peak_qps: float = 24.0
     episodes: int = 6
     episode_minutes: float = 10.0
+    val_episodes: int = 3
     iterations: int = 60
     rollouts: int = 4
-    bc_epochs: int = 200
+    bc_epochs: int = 30
+    dagger: int = 2
+    batch_size: int = 256
     lr: float = 3e-3
-    pg_lr: float = 3e-4
+    pg_lr: float = 1e-4
     gamma: float = 0.97
     entropy: float = 0.001
     reward: str = "batch"
     window: int = 1000
+    eval_every: int = 5
+    teachers: str = "benchmark"
     teacher_alpha: float = 0.5
     teacher_beta: float = 0.5
     max_cpu_seconds: float = 1500.0
     seed: int = 0
 
 
-def training_episodes(cfg: TrainConfig) -> list[Instance]:
-    """The training episodes: 10-minute slices starting in 9-12 h, seeds 1000 + i."""
+def _episodes(cfg: TrainConfig, count: int, seed0: int) -> list[Instance]:
     from ..instances.inference_gen import generate_inference
 
     span = 3.0 - cfg.episode_minutes / 60.0
     out = []
-    for i in range(cfg.episodes):
-        start = 9.0 + span * (i + 0.5) / cfg.episodes
-        out.append(generate_inference(seed=1000 + i + 7919 * cfg.seed, gpus=cfg.gpus,
+    for i in range(count):
+        start = 9.0 + span * (i + 0.5) / count
+        out.append(generate_inference(seed=seed0 + i + 7919 * cfg.seed, gpus=cfg.gpus,
                                       start_hour=start, hours=cfg.episode_minutes / 60.0,
                                       peak_qps=cfg.peak_qps, scale=cfg.scale))
     return out
 
 
-class _Recorder(HeuristicPolicy):
-    """The heuristic, recording (state, action index) for behaviour cloning."""
+def training_episodes(cfg: TrainConfig) -> list[Instance]:
+    """The training episodes: 10-minute slices starting in 9-12 h, seeds 1000 + i."""
+    return _episodes(cfg, cfg.episodes, 1000)
+
+
+def validation_episodes(cfg: TrainConfig) -> list[Instance]:
+    """The checkpoint-selection episodes: slices of 9-12 h, seeds 5000 + i (disjoint from
+    the training episodes and from the benchmark's 12-24 h test slots)."""
+    return _episodes(cfg, cfg.val_episodes, 5000)
+
+
+def tuning_episodes(gpus: str, scale: float) -> list[Instance]:
+    """The episodes ``inference_paper --tune`` tunes the heuristic on (3 × 10 min)."""
+    return training_episodes(TrainConfig(gpus=gpus, scale=scale, episodes=3,
+                                         episode_minutes=10.0))
+
+
+def teacher_params(cfg: TrainConfig) -> list[dict[str, float]]:
+    """α, β of the teacher heuristics (see the module docstring), duplicates removed."""
+    from ..serve.tune import tune_heuristic
+
+    out: list[dict[str, float]] = []
+    for name in cfg.teachers.split(","):
+        name = name.strip()
+        if name == "benchmark":
+            best, _grid = tune_heuristic(tuning_episodes(cfg.gpus, cfg.scale))
+        elif name == "train":
+            best, _grid = tune_heuristic(training_episodes(cfg))
+        elif name == "given":
+            best = {"alpha": cfg.teacher_alpha, "beta": cfg.teacher_beta}
+        else:
+            raise InputError(f"unknown teacher {name!r}", field="--teachers",
+                             fix="use benchmark, train and/or given, comma-separated")
+        pair = {"alpha": float(best["alpha"]), "beta": float(best["beta"])}
+        if pair not in out:
+            out.append(pair)
+    return out
+
+
+class _Labeller:
+    """Runs ``actor`` (a PGPolicy, or None for the teacher itself) and records, at every
+    state it visits, the teacher's action index (behaviour cloning / DAgger)."""
+
+    def __init__(self, teacher: HeuristicPolicy, actor: PGPolicy | None) -> None:
+        self.teacher, self.actor = teacher, actor
+        self.label = "labeller"
 
     def reset(self, sim):
-        super().reset(sim)
+        self.teacher.reset(sim)
+        if self.actor is not None:
+            self.actor.reset(sim)
+        self.featurize = Featurizer(sim.data)
         self.index = {a: i for i, a in enumerate(action_table(sim.data))}
+        self.n_q = max(sim.data.num_queries, 1)
         self.pairs: list[tuple[np.ndarray, int]] = []
-        self._state = None
+        self.own = True
 
     def size(self, sim, gpu):
-        self._state = features(sim, gpu)
-        self._b = super().size(sim, gpu)
-        return self._b
+        state = self.featurize(sim, gpu)
+        b = self.teacher.size(sim, gpu)
+        if b > 0:
+            n = min(b, len(sim.heap))
+            chosen = [k % self.n_q for k in heapq.nsmallest(n, sim.heap)]
+            m = self.teacher.model(sim, gpu, chosen, b)
+            self.pairs.append((state, self.index[(b, m)]))
+        else:
+            self.pairs.append((state, 0))
+        if self.actor is None:
+            return b
+        return self.actor.size(sim, gpu)
 
     def model(self, sim, gpu, queries, size):
-        m = super().model(sim, gpu, queries, size)
-        self.pairs.append((self._state, self.index[(self._b, m)]))
-        return m
+        if self.actor is None:
+            return self.teacher.model(sim, gpu, queries, size)
+        return self.actor.model(sim, gpu, queries, size)
 
 
 def rewards_of(run, trace, cfg: TrainConfig) -> np.ndarray:
@@ -103,7 +187,6 @@ def rewards_of(run, trace, cfg: TrainConfig) -> np.ndarray:
             for b in run.batches]
     sizes = [len(b.queries) for b in run.batches]
     k = 0
-    recent: list[float] = []
     sum_q, sum_n = 0.0, 0
     window_q: list[tuple[float, int]] = []
     for i, (_state, a) in enumerate(trace):
@@ -122,17 +205,26 @@ def rewards_of(run, trace, cfg: TrainConfig) -> np.ndarray:
                 sum_n -= n0
             out[i] = sum_q / sum_n
         k += 1
-    del recent
     return out
 
 
 def discounted(r: np.ndarray, gamma: float) -> np.ndarray:
+    """Discounted returns G_i = r_i + γ G_{i+1}."""
     out = np.zeros_like(r)
     acc = 0.0
     for i in range(r.size - 1, -1, -1):
         acc = r[i] + gamma * acc
         out[i] = acc
     return out
+
+
+def mean_q(inst: Instance, policy) -> float:
+    """Mean Q over all queries of a run (dropped and unserved count 0)."""
+    run = serve(inst, policy)
+    total = sum(float(run.data.quality(b.end, np.asarray(b.queries),
+                                       run.data.model_index[b.model]).sum())
+                for b in run.batches)
+    return total / max(run.data.num_queries, 1)
 
 
 def train(cfg: TrainConfig, out_dir: str | Path, *, command: str = "",
@@ -143,67 +235,124 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, command: str = "",
 
     torch.set_num_threads(1)
     torch.manual_seed(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed)
     cpu0 = time.process_time()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    teachers = teacher_params(cfg)
+    for t in teachers:
+        log(f"teacher heuristic: alpha {t['alpha']}, beta {t['beta']}")
+
+    def heuristic(t: dict[str, float]) -> HeuristicPolicy:
+        return HeuristicPolicy(alpha=t["alpha"], beta=t["beta"])
+
     episodes = training_episodes(cfg)
+    val = validation_episodes(cfg)
     data0 = inference_data(episodes[0])
     n_in, n_out = feature_size(data0), len(action_table(data0))
     net = torch.nn.Sequential(torch.nn.Linear(n_in, HIDDEN), torch.nn.Tanh(),
                               torch.nn.Linear(HIDDEN, n_out)).double()
+    init = {k: v.clone() for k, v in net.state_dict().items()}
     curve: list[dict[str, float]] = []
+    val_teacher = [float(np.mean([mean_q(e, heuristic(t)) for e in val])) for t in teachers]
+    ref = val_teacher[0]  # the first teacher (by default the benchmark's heuristic)
+
+    # phase 1: behaviour cloning of each teacher on its own runs
+    labels: list[tuple[list[np.ndarray], list[int]]] = []
+    for t in teachers:
+        xs: list[np.ndarray] = []
+        ys: list[int] = []
+        for e in episodes:
+            lab = _Labeller(heuristic(t), None)
+            serve(e, lab)
+            xs.extend(s for s, _ in lab.pairs)
+            ys.extend(a for _, a in lab.pairs)
+        labels.append((xs, ys))
+    x_all = np.stack([s for xs, _ in labels for s in xs])
+    mu = x_all.mean(0)
+    sd = x_all.std(0)
+    sd[sd < 1e-9] = 1.0
+    del x_all
+    mu_t, sd_t = torch.tensor(mu), torch.tensor(sd)
 
     def weights() -> dict[str, np.ndarray]:
-        return {"w1": net[0].weight.detach().numpy().T.copy(),
-                "b1": net[0].bias.detach().numpy().copy(),
+        w1 = net[0].weight.detach().numpy().T / sd[:, None]
+        b1 = net[0].bias.detach().numpy() - mu @ w1
+        return {"w1": np.ascontiguousarray(w1), "b1": b1.copy(),
                 "w2": net[2].weight.detach().numpy().T.copy(),
                 "b2": net[2].bias.detach().numpy().copy()}
 
-    def mean_q(inst, policy) -> float:
-        run = serve(inst, policy)
-        total = sum(float(run.data.quality(b.end, np.asarray(b.queries),
-                                           run.data.model_index[b.model]).sum())
-                    for b in run.batches)
-        return total / max(run.data.num_queries, 1)
+    def logits(x: torch.Tensor) -> torch.Tensor:
+        return net((x - mu_t) / sd_t)
 
-    heur = [mean_q(e, HeuristicPolicy(alpha=cfg.teacher_alpha, beta=cfg.teacher_beta))
-            for e in episodes]
-    # phase 1: behaviour cloning of the heuristic
-    if cfg.bc_epochs > 0:
-        xs, ys = [], []
-        for e in episodes:
-            rec = _Recorder(alpha=cfg.teacher_alpha, beta=cfg.teacher_beta)
-            serve(e, rec)
-            xs.extend(s for s, _ in rec.pairs)
-            ys.extend(a for _, a in rec.pairs)
+    def fit(stage: str, xs: list[np.ndarray], ys: list[int]) -> None:
         x = torch.tensor(np.stack(xs), dtype=torch.float64)
         y = torch.tensor(ys, dtype=torch.long)
         opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
-        for epoch in range(cfg.bc_epochs):
-            opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(net(x), y)
-            loss.backward()
-            opt.step()
-            if epoch % 50 == 0 or epoch == cfg.bc_epochs - 1:
-                acc = float((net(x).argmax(1) == y).double().mean())
-                log(f"bc epoch {epoch}: loss {float(loss.detach()):.4f} accuracy {acc:.3f}")
-        greedy = [mean_q(e, PGPolicy(weights())) for e in episodes]
-        curve.append({"phase": "bc", "iteration": 0, "episode": -1,
-                      "sampled_mean_q": float("nan"),
-                      "greedy_mean_q": float(np.mean(greedy)),
-                      "heuristic_mean_q": float(np.mean(heur)),
+        n = x.shape[0]
+        for _epoch in range(cfg.bc_epochs):
+            perm = torch.randperm(n, generator=gen)
+            for lo in range(0, n, cfg.batch_size):
+                idx = perm[lo:lo + cfg.batch_size]
+                opt.zero_grad()
+                loss = torch.nn.functional.cross_entropy(logits(x[idx]), y[idx])
+                loss.backward()
+                opt.step()
+        with torch.no_grad():
+            z = logits(x)
+            acc = float((z.argmax(1) == y).double().mean())
+            loss = float(torch.nn.functional.cross_entropy(z, y))
+        q = float(np.mean([mean_q(e, PGPolicy(weights())) for e in val]))
+        log(f"{stage}: {n} labels, loss {loss:.4f}, agreement {acc:.4f}, validation mean Q "
+            f"{q:.4f} (reference heuristic {ref:.4f})")
+        curve.append({"phase": stage, "iteration": 0, "episode": -1, "labels": n,
+                      "agreement": acc, "sampled_mean_q": float("nan"),
+                      "val_greedy_mean_q": q, "val_teacher_mean_q": ref,
                       "cpu_seconds": time.process_time() - cpu0})
+
+    best: dict = {}
+
+    def consider(tag: str) -> None:
+        q = curve[-1]["val_greedy_mean_q"]
+        if not best or q > best["q"] + 1e-12:
+            best.update(q=q, tag=tag, weights=weights(),
+                        state={k: v.clone() for k, v in net.state_dict().items()})
+
+    if cfg.bc_epochs > 0:
+        for j, t in enumerate(teachers):
+            net.load_state_dict(init)
+            xs, ys = list(labels[j][0]), list(labels[j][1])
+            name = f"bc{j + 1}(a={t['alpha']:g},b={t['beta']:g})"
+            fit(name, xs, ys)
+            consider(name)
+            for r in range(cfg.dagger):
+                for e in episodes:
+                    lab = _Labeller(heuristic(t), PGPolicy(weights()))
+                    serve(e, lab)
+                    xs.extend(s for s, _ in lab.pairs)
+                    ys.extend(a for _, a in lab.pairs)
+                fit(f"{name}-dagger{r + 1}", xs, ys)
+                consider(f"{name}-dagger{r + 1}")
+        net.load_state_dict(best["state"])
+    else:
+        q = float(np.mean([mean_q(e, PGPolicy(weights())) for e in val]))
+        curve.append({"phase": "init", "iteration": 0, "episode": -1, "labels": 0,
+                      "agreement": float("nan"), "sampled_mean_q": float("nan"),
+                      "val_greedy_mean_q": q, "val_teacher_mean_q": ref,
+                      "cpu_seconds": time.process_time() - cpu0})
+        consider("init")
+    del labels
+
     # phase 2: REINFORCE
     opt = torch.optim.Adam(net.parameters(), lr=cfg.pg_lr)
+    done = 0
     for it in range(cfg.iterations):
         if time.process_time() - cpu0 > cfg.max_cpu_seconds:
             log(f"CPU budget of {cfg.max_cpu_seconds:g} s reached after {it} iterations")
             break
         e = it % len(episodes)
         w = weights()
-        states, actions, advantages, sampled = [], [], [], []
-        returns = []
-        traces = []
+        states, actions, advantages, sampled, returns, traces = [], [], [], [], [], []
         for k in range(cfg.rollouts):
             pol = PGPolicy(w, greedy=False, rng=np.random.default_rng([cfg.seed, it, k]))
             pol.trace = []
@@ -230,35 +379,43 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, command: str = "",
         x = torch.tensor(np.stack(states), dtype=torch.float64)
         a_t = torch.tensor(actions, dtype=torch.long)
         opt.zero_grad()
-        logp = torch.log_softmax(net(x), dim=1)
+        logp = torch.log_softmax(logits(x), dim=1)
         chosen = logp.gather(1, a_t[:, None])[:, 0]
         entropy = -(logp.exp() * logp).sum(1).mean()
         loss = -(chosen * adv_t).mean() - cfg.entropy * entropy
         loss.backward()
         opt.step()
-        row = {"phase": "pg", "iteration": it + 1, "episode": e,
-               "sampled_mean_q": float(np.mean(sampled)), "greedy_mean_q": float("nan"),
-               "heuristic_mean_q": heur[e], "cpu_seconds": time.process_time() - cpu0}
-        last = it + 1 == cfg.iterations or (time.process_time() - cpu0 > cfg.max_cpu_seconds)
-        if (it + 1) % 10 == 0 or last:
-            row["greedy_mean_q"] = float(np.mean([mean_q(ep, PGPolicy(weights()))
-                                                  for ep in episodes]))
-            row["heuristic_mean_q"] = float(np.mean(heur))
-            log(f"iteration {it + 1}: sampled {row['sampled_mean_q']:.4f} greedy "
-                f"{row['greedy_mean_q']:.4f} heuristic {row['heuristic_mean_q']:.4f} "
-                f"({row['cpu_seconds']:.0f} CPU s)")
+        done = it + 1
+        row = {"phase": "pg", "iteration": done, "episode": e, "labels": 0,
+               "agreement": float("nan"), "sampled_mean_q": float(np.mean(sampled)),
+               "val_greedy_mean_q": float("nan"), "val_teacher_mean_q": ref,
+               "cpu_seconds": time.process_time() - cpu0}
         curve.append(row)
-    final = weights()
-    meta = {"format": "dlsched inference pg policy 1", "command": command,
-            "config": json.dumps(asdict(cfg), sort_keys=True), "features": str(n_in),
+        last = done == cfg.iterations or time.process_time() - cpu0 > cfg.max_cpu_seconds
+        if done % cfg.eval_every == 0 or last:
+            row["val_greedy_mean_q"] = float(np.mean([mean_q(ep, PGPolicy(weights()))
+                                                      for ep in val]))
+            row["cpu_seconds"] = time.process_time() - cpu0
+            consider(f"pg{done}")
+            log(f"iteration {done}: sampled {row['sampled_mean_q']:.4f} validation greedy "
+                f"{row['val_greedy_mean_q']:.4f} reference heuristic {ref:.4f} "
+                f"({row['cpu_seconds']:.0f} CPU s)")
+    log(f"selected checkpoint {best['tag']}: validation mean Q {best['q']:.4f} "
+        f"(reference heuristic {ref:.4f})")
+    meta = {"format": "dlsched inference pg policy 2", "command": command,
+            "config": json.dumps(asdict(cfg), sort_keys=True), "seed": str(cfg.seed),
+            "teachers": json.dumps(teachers, sort_keys=True), "features": str(n_in),
             "actions": json.dumps(action_table(data0)), "hidden": str(HIDDEN),
+            "selected": best["tag"], "val_mean_q": f"{best['q']:.6f}",
+            "val_teachers_mean_q": json.dumps([round(v, 6) for v in val_teacher]),
+            "pg_iterations": str(done),
             "cpu_seconds": f"{time.process_time() - cpu0:.1f}"}
-    save_file({k: np.ascontiguousarray(v) for k, v in final.items()},
+    save_file({k: np.ascontiguousarray(v) for k, v in best["weights"].items()},
               str(out / "policy.safetensors"), metadata=meta)
     with open(out / "learning_curve.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(curve[0]))
         writer.writeheader()
         writer.writerows(curve)
-    return {"cpu_seconds": time.process_time() - cpu0,
-            "greedy_mean_q": curve[-1]["greedy_mean_q"],
-            "heuristic_mean_q": float(np.mean(heur))}
+    return {"cpu_seconds": time.process_time() - cpu0, "selected": best["tag"],
+            "val_mean_q": best["q"], "val_teachers_mean_q": val_teacher,
+            "teachers": teachers}

@@ -1,0 +1,39 @@
+"""The older exact benchmarks (Horus scale, GENIE snapshots, Liquid Fig. 19) run every
+backend of the backend layer (cbc, highs, scip, cpsat) unless told otherwise."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from dlsched.benchmarks import genie_snapshots, horus_scale, liquid_fig19
+from dlsched.formulations.backend import BACKENDS
+
+SCRIPTS = (horus_scale, genie_snapshots, liquid_fig19)
+
+
+def test_the_layer_has_four_backends():
+    assert set(BACKENDS) == {"cbc", "highs", "scip", "cpsat"}
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda m: m.__name__.rsplit(".", 1)[1])
+def test_every_script_defaults_to_every_backend(script):
+    assert script.parse_backends(",".join(BACKENDS)) == BACKENDS
+    assert script.parse_backends("scip cpsat") == ("scip", "cpsat")
+    with pytest.raises(argparse.ArgumentTypeError):
+        script.parse_backends("cbc,gurobi")
+
+
+def test_horus_scale_tiny_runs_all_four(monkeypatch, capsys):
+    monkeypatch.setattr("sys.argv", ["horus_scale", "--seeds", "1", "--nodes", "2", "--beta",
+                                     "3", "--time-limit", "20"])
+    horus_scale.main()
+    lines = capsys.readouterr().out.strip().splitlines()
+    figures = json.loads(lines[-1])
+    for backend in BACKENDS:
+        assert figures["methods"][backend][0]["status"] == "optimal"
+        assert any(line.startswith(f"| exact ({backend}) | 1/1") for line in lines)
+    objectives = {figures["methods"][b][0]["objective"] for b in BACKENDS}
+    assert max(objectives) - min(objectives) < 1e-6

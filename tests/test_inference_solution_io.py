@@ -1,0 +1,303 @@
+"""Inference decisions (lists of batches) in solution files, and the validator refusing
+every corrupted batch.
+
+1. ``dlsched solve W --method edf-dp -o S`` writes the batches; ``dlsched validate`` /
+   ``evaluate`` read them back through the one solution loader (round trip: same batches,
+   same objective); broken inference solution files are one-line errors naming the file
+   and the field (exit 2).
+2. 1,000 corruptions of valid inference decisions (NaN / inf / huge / bool / str / float
+   times, unknown GPU, model or query ids, a query served twice, overlapping batches on one
+   GPU, wrong durations, a start before a query's arrival, a batch bigger than the delay
+   table allows, non-batch objects): every one is refused by :func:`dlsched.validate.validate`
+   with one-line messages; none is accepted, none crashes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import random
+
+import pytest
+
+from dlsched.cli import main
+from dlsched.decision import Decision, Placement, load_solution, save_solution
+from dlsched.errors import InputError
+from dlsched.instances.inference_gen import generate_inference
+from dlsched.problems.inference import Batch, InferenceDecision, inference_data
+from dlsched.serve.run import run_policy
+from dlsched.solve import solve
+from dlsched.validate import validate
+
+PER_PROBLEM = 1000
+
+
+# ------------------------------------------------------------------ solution files (CLI)
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory):
+    """(workload file, solution file, objective printed): one p2, exact delays."""
+    tmp = tmp_path_factory.mktemp("inference-io")
+    path, sol = tmp / "w.json", tmp / "s.json"
+    assert main(["generate", "inference", "--gpus", "p2:1", "--hours", "0.003",
+                 "--peak-qps", "5", "--delay-cv", "0", "--seed", "3", "-o", str(path)]) == 0
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["solve", str(path), "--method", "edf-dp", "-o", str(sol)]) == 0
+    return path, sol, _objective(buf.getvalue())
+
+
+def _objective(out: str) -> float:
+    return float(next(line.split()[1] for line in out.splitlines()
+                      if line.startswith("objective")))
+
+
+def test_solve_writes_batches_and_validate_reads_them(solved, capsys):
+    workload, sol, objective = solved
+    doc = json.loads(sol.read_text())
+    assert doc["format_version"] == 1 and doc["problem"] == "inference"
+    assert doc["placements"] == [] and doc["batches"]
+    assert set(doc["batches"][0]) == {"gpu", "model", "start_ms", "end_ms", "queries"}
+    assert main(["validate", str(workload), str(sol)]) == 0
+    assert capsys.readouterr().out.strip() == "feasible"
+    assert main(["evaluate", str(workload), str(sol)]) == 0
+    assert float(capsys.readouterr().out) == pytest.approx(objective, rel=1e-9)
+    assert objective > 0
+
+
+def test_round_trip_keeps_every_batch(tmp_path):
+    inst = generate_inference(seed=4, gpus="g2:1,p2:1", hours=0.001, peak_qps=8, delay_cv=0.0)
+    result = solve(inst, "edf-dp")
+    assert validate(inst, result.decision).ok
+    for name in ("s.json", "s.json.gz"):
+        save_solution(inst, result.decision, tmp_path / name, method="edf-dp")
+        back = load_solution(tmp_path / name, inst)
+        assert isinstance(back, InferenceDecision)
+        assert back.batches == result.decision.batches
+    # a simulated schedule (numpy-typed indices inside) round-trips too
+    run, _ = run_policy(inst, "heuristic", {})
+    save_solution(inst, run.decision(), tmp_path / "h.json")
+    assert load_solution(tmp_path / "h.json", inst).batches == run.decision().batches
+
+
+def _broken(solved, tmp_path, capsys, edit) -> str:
+    workload, sol, _ = solved
+    doc = json.loads(sol.read_text())
+    edit(doc)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    assert main(["validate", str(workload), str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(bad) in err and "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda d: d["batches"][0].__setitem__("start_ms", "10"), "batches[0].start_ms"),
+    (lambda d: d["batches"][0].__setitem__("end_ms", 1.5), "batches[0].end_ms"),
+    (lambda d: d["batches"][1]["queries"].append(-1), "batches[1].queries["),
+    (lambda d: d["batches"][0].__setitem__("queries", "0"), "batches[0].queries"),
+    (lambda d: d["batches"][0].pop("gpu"), "batches[0].gpu"),
+    (lambda d: d["batches"][0].__setitem__("gpu", 3), "batches[0].gpu"),
+    (lambda d: d["batches"][0].__setitem__("size", 8), "batches[0]"),
+    (lambda d: d["batches"][0].__setitem__("start_ms", 10**13), "batches[0].start_ms"),
+    (lambda d: d.__setitem__("batches", {"a": 1}), "batches"),
+    (lambda d: d.pop("batches"), "batches"),
+    (lambda d: d.__setitem__("placements", [{"job": "j", "gpus": ["gpu0"]}]), "placements"),
+    (lambda d: d.__setitem__("problem", "horus"), "problem"),
+])
+def test_broken_inference_solution_is_one_line_naming_file_and_field(
+        solved, tmp_path, capsys, edit, field):
+    err = _broken(solved, tmp_path, capsys, edit)
+    assert f": {field}" in err and str(solved[0]) not in err, err
+
+
+def test_a_semantically_wrong_file_loads_and_is_infeasible(solved, tmp_path, capsys):
+    """Well-typed but wrong (a query served twice): exit 1 with the validator's reason."""
+    workload = solved[0]
+    doc = json.loads(solved[1].read_text())
+    sol = tmp_path / "s.json"
+    doc["batches"][1]["queries"].append(doc["batches"][0]["queries"][0])
+    sol.write_text(json.dumps(doc))
+    assert main(["validate", str(workload), str(sol)]) == 1
+    assert "[duplicate]" in capsys.readouterr().out
+    with pytest.raises(InputError):
+        load_solution(sol, generate_inference(seed=9, hours=0.002, peak_qps=5))
+
+
+def test_batches_in_a_placement_problem_are_refused(tmp_path, capsys):
+    inst = tmp_path / "h.json"
+    assert main(["generate", "horus", "--nodes", "2", "--gpus-per-node", "2", "--beta", "2",
+                 "--seed", "1", "-o", str(inst)]) == 0
+    sol = tmp_path / "s.json"
+    assert main(["solve", str(inst), "--method", "greedy", "-o", str(sol)]) == 0
+    capsys.readouterr()
+    doc = json.loads(sol.read_text())
+    doc["batches"] = []
+    sol.write_text(json.dumps(doc))
+    assert main(["validate", str(inst), str(sol)]) == 2
+    err = capsys.readouterr().err
+    assert f"{sol}: batches:" in err and len(err.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------ validator corruption fuzz
+@pytest.fixture(scope="module")
+def decisions():
+    """[(instance, valid decision, exact durations?)] from several methods and clusters."""
+    out = []
+    for seed, gpus, peak, cv in ((1, "p2:1", 24, 0.0), (2, "g2:1,p2:1", 40, 0.0),
+                                 (3, "g2:2,p2:1", 55, 0.1)):
+        inst = generate_inference(seed=seed, gpus=gpus, hours=0.004, peak_qps=peak,
+                                  delay_cv=cv)
+        for pol in ("heuristic", "fixed"):
+            run, _ = run_policy(inst, pol, {}, seed=seed)
+            out.append((inst, run.decision(), cv == 0))
+    small = generate_inference(seed=4, gpus="p2:1", hours=0.002, peak_qps=10,
+                               delay_cv=0.0)
+    out.append((small, solve(small, "edf-dp").decision, True))
+    for inst, decision, _ in out:
+        assert validate(inst, decision).ok
+        assert len(decision.batches) >= 2
+    return out
+
+
+BAD_NUMBERS = [float("nan"), float("inf"), float("-inf"), 1e13, -1e13, 1e308, 10**400,
+               2**70, -(10**13), True, False, "0", "12", [0], None, 1500.0, 0.5]
+
+
+def _two_on_one_gpu(batches):
+    by_gpu: dict[str, list[int]] = {}
+    for k, b in enumerate(batches):
+        if isinstance(b, Batch) and isinstance(b.gpu, str):
+            by_gpu.setdefault(b.gpu, []).append(k)
+    return [ks for ks in by_gpu.values() if len(ks) >= 2]
+
+
+def _corrupt(kind, rng, inst, batches, exact):  # noqa: C901 - one branch per corruption
+    """Apply one corruption of ``kind`` in place; returns the violation kinds that must
+    appear (any refusal is enough when empty)."""
+    data = inference_data(inst)
+    n_q = data.num_queries
+    k = rng.randrange(len(batches))
+    b = batches[k]
+    if kind in ("start", "end"):
+        batches[k] = dataclasses.replace(b, **{kind: rng.choice(BAD_NUMBERS)})
+        return {"number"}
+    if kind == "gpu":
+        batches[k] = dataclasses.replace(b, gpu=rng.choice(["gpu9", "", "GPU0", 0, None]))
+        return set()
+    if kind == "model":
+        batches[k] = dataclasses.replace(b, model=rng.choice(["huge", "Full", "", 1, None]))
+        return set()
+    if kind == "unknown_query":
+        q = rng.choice([n_q, n_q + 7, -1, -n_q - 1, 10**6])
+        batches[k] = dataclasses.replace(b, queries=(*b.queries, q))
+        return set()
+    if kind == "query_type":
+        qs = list(b.queries)
+        qs[rng.randrange(len(qs))] = rng.choice([True, False, "0", 1.0, float("nan"), None])
+        batches[k] = dataclasses.replace(b, queries=tuple(qs))
+        return {"structure"}
+    if kind == "queries_type":
+        batches[k] = dataclasses.replace(b, queries=rng.choice(["01", None, 3, {0: 1}]))
+        return {"structure"}
+    if kind == "twice":
+        other = batches[rng.randrange(len(batches))]
+        q = rng.choice(other.queries)
+        batches[k] = dataclasses.replace(b, queries=(*b.queries, q))
+        return set()  # duplicate, or a batch size / duration change it causes
+    if kind == "empty":
+        batches[k] = dataclasses.replace(b, queries=())
+        return {"empty_batch"}
+    if kind == "overlap":
+        groups = [ks for ks in _two_on_one_gpu(batches)
+                  if all(not _bad_fields(batches[k], data) for k in ks)]
+        ks = rng.choice(groups)
+        i, j = rng.sample(ks, 2)
+        a, c = batches[i], batches[j]
+        shift = a.start - c.start + rng.randrange(0, max(1, a.end - a.start))
+        batches[j] = dataclasses.replace(c, start=c.start + shift, end=c.end + shift)
+        return {"overlap"}
+    if kind == "duration":
+        if exact:
+            delta = rng.choice([-1, 1, 2, -5, 17, 1000, -(b.end - b.start)])
+        else:
+            delta = -(b.end - b.start) - rng.randrange(0, 3)  # noisy: only end <= start
+        batches[k] = dataclasses.replace(b, end=b.end + delta)
+        return {"duration"}
+    if kind == "release":
+        latest = max(int(data.arrival[q]) for q in b.queries)
+        shift = b.start - latest + 1 + rng.randrange(0, 50)
+        batches[k] = dataclasses.replace(b, start=b.start - shift, end=b.end - shift)
+        return {"release"}
+    if kind == "too_big":
+        # more queries than the model's largest batch on this GPU's type
+        g = data.gpu_index[b.gpu]
+        m = data.model_index[b.model]
+        cap = data.max_batch(m, int(data.gpu_type[g]))
+        qs = list(range(n_q)) * (cap // max(n_q, 1) + 2)
+        batches[k] = dataclasses.replace(b, queries=tuple(qs[:cap + 1 + rng.randrange(5)]))
+        return {"batch_size"}
+    if kind == "not_a_batch":
+        batches[k] = rng.choice([b.to_dict(), None, (b.gpu, b.model), "batch"])
+        return {"structure"}
+    raise AssertionError(kind)
+
+
+KINDS = ["start", "end", "gpu", "model", "unknown_query", "query_type", "queries_type",
+         "twice", "empty", "overlap", "duration", "release", "too_big", "not_a_batch"]
+
+
+def test_corrupted_inference_decisions_are_never_accepted(decisions):
+    rng = random.Random("inference")
+    accepted, counts = [], dict.fromkeys(KINDS, 0)
+    for i in range(PER_PROBLEM):
+        inst, decision, exact = decisions[i % len(decisions)]
+        batches = list(decision.batches)
+        need: set[str] = set()
+        kinds = [KINDS[i % len(KINDS)]] + [rng.choice(KINDS) for _ in
+                                           range(rng.choice([0, 0, 0, 1, 2]))]
+        for kind in kinds:
+            if kind == "overlap" and not any(
+                    all(not _bad_fields(batches[k], inference_data(inst)) for k in ks)
+                    for ks in _two_on_one_gpu(batches)):
+                continue
+            if any(not isinstance(b, Batch) for b in batches) and kind not in (
+                    "not_a_batch", "start", "end"):
+                continue  # the helpers read fields of the batches
+            if kind in ("twice", "release", "too_big", "duration") and any(
+                    _bad_fields(b, inference_data(inst)) for b in batches):
+                continue
+            counts[kind] += 1
+            need |= _corrupt(kind, rng, inst, batches, exact)
+        report = validate(inst, InferenceDecision(batches=tuple(batches)))
+        if report.ok:
+            accepted.append((kinds, batches))
+            continue
+        for v in report.violations:
+            assert "\n" not in str(v)
+        if len(kinds) == 1:
+            assert need <= report.kinds, (kinds, [str(v) for v in report.violations])
+    assert accepted == []
+    assert min(counts.values()) >= 50, counts
+
+
+def _bad_fields(b, data) -> bool:
+    """A batch an earlier corruption broke (the field-reading corruptions skip those)."""
+    if not isinstance(b, Batch) or not isinstance(b.queries, tuple) or not b.queries:
+        return True
+    if b.gpu not in data.gpu_index or b.model not in data.model_index:
+        return True
+    ints = (b.start, b.end, *b.queries)
+    return any(not isinstance(v, int) or isinstance(v, bool) or abs(v) > 10**12
+               for v in ints) or any(not 0 <= q < data.num_queries for q in b.queries)
+
+
+def test_the_uncorrupted_decisions_pass_and_placements_are_refused(decisions):
+    inst, decision, _ = decisions[0]
+    assert validate(inst, decision).ok
+    mixed = InferenceDecision(placements=(Placement("j0", ("gpu0",)),),
+                              batches=decision.batches)
+    assert not validate(inst, mixed).ok
+    assert not validate(inst, Decision((Placement("j0", ("gpu0",)),))).ok
