@@ -10,7 +10,9 @@ and pg − heuristic, paper vs ours, the ratio, and whether the paper's directio
 Optionally (``--exact-windows K``) the K windows of ``--window`` queries (one p2, 15 h,
 where the heuristic loses most) are solved by the exact CP-SAT model (``--time-limit`` s
 each), and (``--edf-windows K``) K windows of ``--edf-window`` queries on ``--edf-gpus``
-by the EDF-contiguous DP; each policy's Σ Q is compared with them.
+by the EDF-contiguous DP (``--window-method edf-dp``, the default) or by the Lagrangian
+bound and schedule (``--window-method lagrange``, ``--time-limit`` s each); each policy's
+Σ Q is compared with them.
 
 ``--cluster-load calibrated`` (or ``both``) also runs 5 g2 + 5 p2 at arrivals ×
 ``CLUSTER_SCALE_CALIBRATED`` (12.5: where our ``fixed`` reaches Table 4's mean quality, a
@@ -194,7 +196,8 @@ def run_tables(hours: float, seed: int, with_pg: bool, out: list[str],
 def run_exact(windows: int, size: int, time_limit: float, seed: int, with_pg: bool,
               out: list[str], gpus: str = "p2:1", scale: float = 1.0,
               method: str = "exact") -> list[dict]:
-    """Policies' Σ Q on windows vs ``exact`` (CP-SAT, proven bound) or ``edf-dp``."""
+    """Policies' Σ Q on windows vs ``exact`` (CP-SAT), ``lagrange`` (both with a proven
+    bound) or ``edf-dp`` (class optimum)."""
     from dlsched import solve
     from dlsched.instances.inference_gen import generate_inference
     from dlsched.problems import get_problem
@@ -222,7 +225,8 @@ def run_exact(windows: int, size: int, time_limit: float, seed: int, with_pg: bo
     for _h, lo in sorted(picks, key=lambda t: t[1]):
         sub = window(inst, lo, lo + size)
         t0 = time.perf_counter()
-        ex = solve(sub, method, time_limit=time_limit if method == "exact" else None)
+        ex = solve(sub, method,
+                   time_limit=time_limit if method in ("exact", "lagrange") else None)
         wall = time.perf_counter() - t0
         ref = ex.objective
         row = {"window": [lo, lo + size], "method": method, "status": ex.status.value,
@@ -258,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--edf-window", type=int, default=200, help="queries per DP window")
     ap.add_argument("--edf-gpus", default="p2:1",
                     help="clusters for the DP windows, ';'-separated (p2:1; e.g. 'p2:1;p2:2')")
+    ap.add_argument("--window-method", default="edf-dp", choices=("edf-dp", "lagrange"),
+                    help="method for the --edf-windows windows: the EDF-contiguous DP "
+                         "(class optimum) or the Lagrangian bound + schedule (proven bound)")
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--cluster-load", choices=CLUSTER_LOADS, default="paper",
                     help="5 g2 + 5 p2 at the paper's arrivals × 8 (paper), at × "
@@ -274,8 +281,8 @@ def main(argv: list[str] | None = None) -> int:
                                              args.seed, not args.no_pg, out)
     if args.edf_windows:
         figures["edf_windows"] = [
-            run_exact(args.edf_windows, args.edf_window, 0, args.seed, not args.no_pg, out,
-                      gpus=g, scale=sc, method="edf-dp")
+            run_exact(args.edf_windows, args.edf_window, args.time_limit, args.seed,
+                      not args.no_pg, out, gpus=g, scale=sc, method=args.window_method)
             for g in args.edf_gpus.split(";") for sc in [float(len(parse_gpus(g)))]]
     figures["cpu_seconds"] = time.process_time() - t0
     figures["load_average"] = list(os.getloadavg())

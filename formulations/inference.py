@@ -32,6 +32,12 @@ Why this is exact (not a restriction):
   bound is relaxed by n / S (each v is at most one unit below its real value);
 * symmetry: interchangeable GPUs (same type) are ordered by their number of used slots.
 A heuristic schedule (the Eq. 2 policy run on the window) is given as a hint.
+
+Option ``lagrange`` (iterations, default 0 = off): the Lagrangian bound U of
+:mod:`.inference_lagrange` (proven for any multipliers) is computed first; Σ v <= floor(S U)
+is added (valid: every solution's Σ v is at most S times its schedule's Σ Q <= S · OPT),
+the reported bound is min(solver's, U), and a schedule whose Σ Q meets U is OPTIMAL.
+The Lagrangian repaired schedule replaces the policy hint when it is better.
 """
 
 from __future__ import annotations
@@ -45,33 +51,20 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from dlsched.instance import Instance
-from dlsched.problems.inference import Batch, InferenceData, InferenceDecision, inference_data
+from dlsched.problems.inference import (
+    Batch,
+    InferenceData,
+    InferenceDecision,
+    inference_data,
+    query_qualities,
+)
 from dlsched.registry import MethodSpec, check_options, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 
 from .cpsat_backend import model_size, run_cpsat
-
-MAX_EXACT_SCALE = 10_000_000
-
-
-def quality_scale(data: InferenceData) -> tuple[int, bool]:
-    """(S, exact): the least S with S κ_m / Δ_q integral, or (10^6, False) if too large."""
-    scale = 1
-    spans = {int(x) for x in (data.hard - data.soft) if x > 0}
-    for k in data.kappa:
-        kf = Fraction(float(k)).limit_denominator(1_000_000)
-        if float(kf) != float(k):
-            return 1_000_000, False
-        for span in spans or {1}:
-            f = kf / span
-            scale = math.lcm(scale, f.denominator)
-            if scale > MAX_EXACT_SCALE:
-                return 1_000_000, False
-    if not spans:
-        for k in data.kappa:
-            scale = math.lcm(scale, Fraction(float(k)).limit_denominator(1_000_000).denominator)
-    return max(scale, 1), True
+from .inference_lagrange import lagrangian_bound
+from .inference_scale import proven_optimal, quality_scale
 
 
 def slot_bound(data: InferenceData, g: int) -> int:
@@ -85,9 +78,10 @@ def slot_bound(data: InferenceData, g: int) -> int:
 
 
 def build_model(data: InferenceData, slots: list[int], scale: int,
-                gpu_free: list[int] | None = None):
+                gpu_free: list[int] | None = None, objective_cap: int | None = None):
     """The CP-SAT model and its variables (see the module docstring); GPU g is free from
-    ``gpu_free[g]`` (default: the first arrival)."""
+    ``gpu_free[g]`` (default: the first arrival). ``objective_cap``: a proven upper bound on the
+    scaled objective Σ v, added as a constraint (a valid cut: it removes no schedule)."""
     m = cp_model.CpModel()
     n, num_gpus = data.num_queries, len(data.gpu_ids)
     horizon = int(data.hard.max()) + int(data.delay[data.delay >= 0].max())
@@ -180,6 +174,8 @@ def build_model(data: InferenceData, slots: list[int], scale: int,
         if data.gpu_type[g] == data.gpu_type[g - 1] and slots[g] == slots[g - 1]:
             m.Add(sum(used[g, k] for k in range(slots[g]))
                   <= sum(used[g - 1, k] for k in range(slots[g - 1])))
+    if objective_cap is not None:
+        m.Add(sum(total) <= objective_cap)
     m.Maximize(sum(total))
     return m, u, x, start, used
 
@@ -229,8 +225,14 @@ def _complete_hint(model: cp_model.CpModel, time_limit: float | None) -> None:
 
 def solve_window(instance: Instance, *, time_limit: float | None, seed: int = 0,
                  max_batches: int | None = None, hint: InferenceDecision | None = None,
-                 workers: int = 1, gpu_free: list[int] | None = None) -> MethodOutput:
-    """Build and solve the window model; the decision is re-timed to its smallest sizes."""
+                 workers: int = 1, gpu_free: list[int] | None = None,
+                 upper: float | None = None) -> MethodOutput:
+    """Build and solve the window model; the decision is re-timed to its smallest sizes.
+
+    ``upper``: a proven upper bound on Σ Q (e.g. the Lagrangian one); it becomes the cut
+    Σ v <= floor(S · upper) (valid when every v is at most S times its Q, as here), and
+    the reported bound is the smaller of it and the solver's.
+    """
     data = inference_data(instance)
     t0 = time.perf_counter()
     if data.num_queries == 0:
@@ -246,7 +248,10 @@ def solve_window(instance: Instance, *, time_limit: float | None, seed: int = 0,
         restricted = any(max_batches < k for k in slots)
         slots = [min(k, max_batches) for k in slots]
     scale, exact_scale = quality_scale(data)
-    model, u, x, start, used = build_model(data, slots, scale, gpu_free)
+    objective_cap = None
+    if upper is not None and not restricted:
+        objective_cap = math.floor(upper * scale + 1e-6)
+    model, u, x, start, used = build_model(data, slots, scale, gpu_free, objective_cap)
     if hint is not None:
         _hint(model, data, hint, u, x, start, used, slots)
         _complete_hint(model, time_limit)
@@ -258,6 +263,13 @@ def solve_window(instance: Instance, *, time_limit: float | None, seed: int = 0,
         decision = _read_decision(data, run.solver, u, x, start, slots, gpu_free)
         slack = 0.0 if exact_scale else data.num_queries
         bound = (run.bound + slack) / scale
+        if upper is not None and upper < bound:
+            bound = upper
+    if (status is Status.FEASIBLE and upper is not None and not restricted
+            and decision is not None
+            and proven_optimal(float(query_qualities(data, decision).sum()), upper, scale,
+                               exact_scale)):
+        status = Status.OPTIMAL  # the schedule meets the proven upper bound
     message = ""
     if restricted:
         message = (f"at most {max_batches} batches per GPU (a restriction): the bound holds "
@@ -296,17 +308,43 @@ def _read_decision(data: InferenceData, solver, u, x, start, slots,
 
 def run_exact(instance: Instance, *, backend: str | None = "cpsat",
               time_limit: float | None = 60.0, seed: int = 0, **options) -> MethodOutput:
-    """The registered ``exact`` method (options: ``max_batches``, ``hint`` = policy name)."""
-    check_options(options, ("max_batches", "hint", "workers"))
+    """The registered ``exact`` method.
+
+    Options: ``max_batches``; ``hint`` (a serving policy name, its schedule warm-starts
+    the solver); ``workers``; ``lagrange`` (default 0: off): that many subgradient
+    iterations of the Lagrangian bound (:mod:`.inference_lagrange`, at most a third of
+    the time limit) first; its bound caps the objective (a valid cut), is reported when
+    smaller than the solver's, and proves optimal a schedule that meets it; its repaired
+    schedule is the warm start when better than the policy's.
+    """
+    check_options(options, ("max_batches", "hint", "workers", "lagrange"))
+    t0 = time.perf_counter()
     hint_name = options.get("hint", "heuristic")
     hint = None
+    data = inference_data(instance)
     if hint_name:
         from dlsched.serve import make_policy, serve
 
         hint = serve(instance, make_policy(str(hint_name))).decision()
-    return solve_window(instance, time_limit=time_limit, seed=seed,
+    upper = None
+    iterations = int(options.get("lagrange", 0) or 0)
+    if iterations < 0:
+        from dlsched.errors import InputError
+
+        raise InputError(f"lagrange = {iterations}", field="options.lagrange",
+                         fix="use a number of iterations >= 0 (0: off)")
+    if iterations and data.num_queries:
+        hint_val = -1.0 if hint is None else float(query_qualities(data, hint).sum())
+        share = None if time_limit is None else time_limit / 3
+        lag = lagrangian_bound(data, lower=max(hint_val, 0.0), iterations=iterations,
+                               time_limit=share, repair_every=10)
+        upper = lag.bound
+        if lag.decision is not None and lag.value > hint_val:
+            hint = lag.decision
+    left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
+    return solve_window(instance, time_limit=left, seed=seed,
                         max_batches=options.get("max_batches"), hint=hint,
-                        workers=int(options.get("workers", 1)))
+                        workers=int(options.get("workers", 1)), upper=upper)
 
 
 register_method(MethodSpec(

@@ -153,3 +153,170 @@ def test_edf_dp_is_the_class_optimum(seed, gpus):
     assert res.objective == pytest.approx(class_brute_force(queries, gpus), abs=1e-9)
     assert res.objective == pytest.approx(res.extra["class_optimum"], abs=1e-9)
     assert res.objective <= brute_force(queries, gpus) + 1e-9
+
+
+# --- the Lagrangian bound (method ``lagrange``) ---------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2"), ("p2", "p2")])
+def test_lagrangian_bound_is_above_the_brute_force_optimum_for_any_lambda(seed, gpus):
+    from dlsched.formulations.inference_lagrange import GpuPricer
+    from dlsched.problems.inference import inference_data
+
+    rng = np.random.default_rng(200 + seed)
+    queries = random_window(rng, 4)
+    inst = tiny_instance(queries, gpus=gpus)
+    data = inference_data(inst)
+    best = brute_force(queries, gpus)
+    for trial in range(4):
+        lam = np.zeros(4) if trial == 0 else rng.uniform(0.0, 1.2, size=4)
+        total = float(lam.sum())
+        for g in range(len(gpus)):
+            value, _seq = GpuPricer(data, int(data.gpu_type[g]), 0).price(lam)
+            total += value
+        assert total >= best - 1e-9
+
+
+def test_pricer_by_hand_reuses_a_query_when_lambda_is_zero():
+    # one query (0, 100, 160) on one p2 GPU; with λ = 0 the relaxed GPU may serve it again
+    # and again: tiny alone [0, 40), [40, 80), [80, 120) earns 0.5 + 0.5 + 0.5 · 40/60
+    # (better than full [0, 100) then tiny [100, 140): 1 + 0.5 · 20/60; a fourth tiny
+    # batch ends at the hard deadline and earns 0).
+    from dlsched.formulations.inference_lagrange import GpuPricer
+    from dlsched.problems.inference import inference_data
+
+    data = inference_data(tiny_instance([(0, 100, 160)]))
+    pricer = GpuPricer(data, 0, 0)
+    value, seq = pricer.price(np.zeros(1))
+    assert value == pytest.approx(0.5 + 0.5 + 0.5 * 40 / 60)
+    tiny = data.model_index["tiny"]
+    assert [(s, pricer.configs[k].model, list(m)) for s, k, m in seq] == [
+        (0, tiny, [0]), (40, tiny, [0]), (80, tiny, [0])]
+    # λ = 1 prices the query out: nothing earns a positive reduced value
+    assert pricer.price(np.ones(1))[0] == 0.0
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
+def test_lagrange_method_bound_and_schedule_against_brute_force(seed, gpus):
+    rng = np.random.default_rng(300 + seed)
+    queries = random_window(rng, 4)
+    inst = tiny_instance(queries, gpus=gpus)
+    res = solve(inst, "lagrange", time_limit=30, iterations=100)
+    assert validate(inst, res.decision).ok
+    best = brute_force(queries, gpus)
+    assert res.objective <= best + 1e-9
+    assert res.bound >= best - 1e-9
+    if res.status.value == "optimal":
+        assert res.objective == pytest.approx(best, abs=1e-9)
+
+
+def test_lagrange_method_proves_an_uncontested_window_optimal():
+    # two queries far apart in time: each alone on full before its soft deadline (Σ Q = 2);
+    # λ = (1, 1) gives the bound 2 exactly, which the subgradient reaches from λ = 0.
+    inst = tiny_instance([(0, 1000, 2000), (5000, 6000, 7000)])
+    res = solve(inst, "lagrange", time_limit=30, iterations=200)
+    assert res.objective == pytest.approx(2.0)
+    assert res.status.value == "optimal"
+    assert res.bound == pytest.approx(2.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
+def test_exact_with_lagrangian_cut_matches_brute_force(seed, gpus):
+    # the Lagrangian bound becomes a cut and a bound of the CP-SAT model: still exact
+    rng = np.random.default_rng(400 + seed)
+    n = 4 if len(gpus) == 2 else 5
+    queries = random_window(rng, n)
+    inst = tiny_instance(queries, gpus=gpus)
+    res = solve(inst, "exact", time_limit=60, lagrange=40)
+    assert res.status.value == "optimal"
+    assert validate(inst, res.decision).ok
+    expect = brute_force(queries, gpus)
+    assert res.objective == pytest.approx(expect, abs=1e-9)
+    assert res.bound == pytest.approx(expect, abs=1e-6)
+
+
+def test_exact_lagrange_option_rejects_negative_iterations():
+    inst = tiny_instance([(0, 100, 160)])
+    res = solve(inst, "exact", time_limit=10, lagrange=-1)
+    assert res.status.value == "invalid_input" and "lagrange" in res.message
+
+
+# --- skeleton re-assignment and local search (a heuristic: bounded by brute force) -----
+
+
+def _skeleton_assignment_brute_force(inst, skel):
+    """Best Σ κ V(S_b + D_b) over every assignment of queries to the fixed batches."""
+    from dlsched.problems.inference import inference_data
+
+    data = inference_data(inst)
+    n = data.num_queries
+    best = 0.0
+    for choice in itertools.product(range(len(skel) + 1), repeat=n):  # len(skel): unserved
+        load = [0] * len(skel)
+        total, ok = 0.0, True
+        for q, j in enumerate(choice):
+            if j == len(skel):
+                continue
+            g, m, s, start = skel[j]
+            d = int(data.delay[m, int(data.gpu_type[g]), s])
+            load[j] += 1
+            if data.arrival[q] > start or load[j] > data.batch_sizes[s]:
+                ok = False
+                break
+            total += KAPPA[data.models[m]] * _q(start + d, data.soft[q], data.hard[q])
+        if ok:
+            best = max(best, total)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_skeleton_assignment_is_optimal_for_its_skeleton(seed):
+    from dlsched.formulations.inference_improve import assign, skeleton_of
+    from dlsched.problems.inference import inference_data
+
+    rng = np.random.default_rng(500 + seed)
+    queries = random_window(rng, 5)
+    inst = tiny_instance(queries, gpus=("p2", "g2"))
+    data = inference_data(inst)
+    start = solve(inst, "exact", time_limit=30).decision
+    skel = skeleton_of(data, start)
+    dec = assign(data, skel)
+    assert dec is not None and validate(inst, dec).ok
+    value = get_problem("inference").evaluate(inst, dec)
+    # re-timing only moves batches earlier: at least the skeleton's best assignment
+    assert value >= _skeleton_assignment_brute_force(inst, skel) - 1e-9
+    assert value <= brute_force(queries, ("p2", "g2")) + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
+def test_local_search_never_worsens_and_stays_valid(seed, gpus):
+    from dlsched.formulations.inference_improve import improve
+    from dlsched.problems.inference import Batch as B
+    from dlsched.problems.inference import InferenceDecision, inference_data
+
+    rng = np.random.default_rng(600 + seed)
+    queries = random_window(rng, 5)
+    inst = tiny_instance(queries, gpus=gpus)
+    data = inference_data(inst)
+    # a poor start: every query alone on tiny, one after another
+    free, rows = 0, []
+    for q, (a, _s, _h) in enumerate(queries):
+        st = max(free, a)
+        rows.append(B("gpu0", "tiny", st, st + 40, (q,)))
+        free = st + 40
+    start = InferenceDecision(batches=tuple(rows))
+    before = get_problem("inference").evaluate(inst, start)
+    dec, value = improve(data, start, time_limit=20)
+    assert validate(inst, dec).ok
+    assert value == pytest.approx(get_problem("inference").evaluate(inst, dec))
+    assert before - 1e-9 <= value <= brute_force(queries, gpus) + 1e-9
+
+
+def test_lagrange_refuses_noisy_delays():
+    inst = tiny_instance([(0, 100, 160)], delay_cv=0.1)
+    res = solve(inst, "lagrange", time_limit=10)
+    assert res.status.value == "invalid_input" and "delay_cv" in res.message

@@ -1,0 +1,346 @@
+"""A proven upper bound on Σ Q of an ``inference`` window: Lagrangian relaxation.
+
+Relax "each query is served at most once" with multipliers λ_q >= 0. For ANY λ >= 0,
+
+    OPT <= L(λ) = Σ_q λ_q + Σ_g P_g(λ),
+
+where P_g(λ) is the best value of a batch sequence on GPU g alone in which queries may be
+reused across batches and a batch (start S, model m, table size s) earns the sum of the
+``B_s`` largest positive terms κ_m V_q(S + D_{m,s}) − λ_q over the queries arrived by S.
+Proof: a feasible schedule's Σ Q equals Σ_b Σ_{q∈b} (κ V − λ_q) + Σ_{q served} λ_q; the
+first sum is at most Σ_g P_g (each GPU's batches form one such sequence; a real batch of
+n <= B_s members is one of the candidates, its duration being the table entry of the
+smallest supported size >= n, i.e. of some supported s with B_s >= n), the second at most
+Σ_q λ_q (λ >= 0, each query served at most once).
+
+P_g(λ) is computed EXACTLY by a backward dynamic programme over integer start times
+t = t_lo .. t_end (every batch of a decision starts at an integer ms):
+V(t) = max(V(t + 1), max_c w_c(t) + V(t + D_c)), V(t) = 0 for t >= t_end = max hard
+deadline (a batch starting there earns no positive term, so dropping it from a sequence
+never lowers the sum). t_lo = max(first arrival, GPU free time): no real batch starts
+earlier. Identical GPUs (same type, same free time) share one P.
+
+λ is improved by projected subgradient steps (Polyak step toward a lower bound, the
+usual halving rule); the bound reported is the smallest L(λ) seen (each one is valid).
+Float sums: the reported bound adds 1e-9 · (n + 1) to cover rounding of the sums.
+Only for ``delay_cv = 0`` (with noisy delays a batch may last any positive time, so the
+table durations bound nothing): otherwise an InputError.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from dlsched.errors import InputError
+from dlsched.instance import Instance
+from dlsched.problems.inference import (
+    Batch,
+    InferenceData,
+    InferenceDecision,
+    inference_data,
+    query_qualities,
+    utility,
+)
+from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.result import Status
+from dlsched.solve import MethodOutput
+
+from .inference_improve import improve
+from .inference_scale import proven_optimal, quality_scale
+
+
+@dataclass
+class LagrangeResult:
+    """The best bound found, the λ that gave it, and how the iterations went."""
+
+    bound: float
+    lam: np.ndarray
+    iterations: int
+    seconds: float
+    history: list[float]
+    decision: InferenceDecision | None = None
+    value: float = -1.0  # Σ Q of ``decision`` (-1 when none was built)
+    repairs: list[tuple[float, InferenceDecision]] | None = None  # every repair, by Σ Q
+
+
+@dataclass(frozen=True)
+class _Config:
+    model: int
+    size: int  # table size B_s
+    dur: int
+    kappa: float
+
+
+def _configs(data: InferenceData, t: int) -> list[_Config]:
+    out = []
+    for m in range(len(data.models)):
+        for s, b in enumerate(data.batch_sizes):
+            d = int(data.delay[m, t, s])
+            if d >= 0:
+                out.append(_Config(m, int(b), d, float(data.kappa[m])))
+    return out
+
+
+class GpuPricer:
+    """P_g(λ) for one GPU type and free time, with the batches of its best sequence."""
+
+    def __init__(self, data: InferenceData, gpu_type: int, free: int) -> None:
+        self.data = data
+        self.configs = _configs(data, gpu_type)
+        self.t_lo = max(int(data.arrival.min()), int(free))
+        self.t_end = int(data.hard.max())
+        n = data.num_queries
+        times = np.arange(self.t_lo, max(self.t_end, self.t_lo) + 1, dtype=np.int64)
+        self.times = times
+        eligible = data.arrival[None, :] <= times[:, None]  # [T, N]
+        # base[c] = κ V_q(t + D_c) where eligible, else -inf (never chosen)
+        self.base = []
+        for c in self.configs:
+            v = c.kappa * utility(times[:, None] + c.dur, data.soft[None, :],
+                                  data.hard[None, :])
+            v = np.where(eligible, v, -np.inf)
+            # a query with no positive value at any t never helps this config: skip columns
+            self.base.append(v)
+        self.n = n
+
+    def price(self, lam: np.ndarray) -> tuple[float, list[tuple[int, int, np.ndarray]]]:
+        """(P(λ), the best sequence as [(start, config index, member indices)])."""
+        T = self.times.size
+        w = np.zeros((len(self.configs), T))
+        for ci, c in enumerate(self.configs):
+            red = self.base[ci] - lam[None, :]
+            pos = np.maximum(red, 0.0)
+            if c.size >= self.n:
+                w[ci] = pos.sum(axis=1)
+            else:
+                part = np.partition(pos, self.n - c.size, axis=1)[:, self.n - c.size:]
+                w[ci] = part.sum(axis=1)
+        value = np.zeros(T + 1)  # value[i] = V(times[i]); value[T] = 0 (t past the end)
+        choice = np.full(T, -1, dtype=np.int64)
+        durs = np.array([c.dur for c in self.configs], dtype=np.int64)
+        for i in range(T - 1, -1, -1):
+            best = value[i + 1]
+            arg = -1
+            nxt = np.minimum(i + durs, T)
+            cand = w[:, i] + value[nxt]
+            k = int(np.argmax(cand))
+            if cand[k] > best:
+                best = float(cand[k])
+                arg = k
+            value[i] = best
+            choice[i] = arg
+        seq = []
+        i = 0
+        while i < T:
+            k = int(choice[i])
+            if k < 0:
+                i += 1
+                continue
+            c = self.configs[k]
+            red = self.base[k][i] - lam
+            order = np.argsort(-red, kind="stable")[:c.size]
+            members = order[red[order] > 0]
+            seq.append((int(self.times[i]), k, members))
+            i += c.dur
+        return float(value[0]), seq
+
+
+def standalone_values(data: InferenceData, free: list[int]) -> np.ndarray:
+    """The most each query can earn: started at its arrival (or when a GPU is free) with the
+    shortest duration any size of a model has on that GPU (V never rises with time)."""
+    out = np.zeros(data.num_queries)
+    for g in range(len(data.gpu_ids)):
+        t = int(data.gpu_type[g])
+        start = np.maximum(data.arrival, int(free[g]))
+        for m in range(len(data.models)):
+            ok = data.delay[m, t][data.delay[m, t] >= 0]
+            if ok.size == 0:
+                continue
+            d = int(ok.min())
+            out = np.maximum(out, data.kappa[m] * utility(start + d, data.soft, data.hard))
+    return out
+
+
+def lagrangian_bound(data: InferenceData, *, gpu_free: list[int] | None = None,
+                     lower: float = 0.0, iterations: int = 200,
+                     time_limit: float | None = 30.0,
+                     lam0: np.ndarray | None = None, repair_every: int = 0) -> LagrangeResult:
+    """A valid upper bound min over the λ tried of L(λ) (module docstring).
+
+    ``lower`` (a known feasible Σ Q) sets the Polyak step; it does not affect validity.
+    ``time_limit`` is wall-clock seconds (checked between iterations).
+    ``repair_every`` > 0: every so many iterations (and at the first), a feasible schedule
+    is built from λ (:func:`repair_schedule`); the best one is returned and its Σ Q
+    raises ``lower``.
+    """
+    if data.delay_cv > 0:
+        raise InputError(f"delay_cv = {data.delay_cv}: batch durations are not fixed, so the "
+                         "bound (which uses the delay table) does not hold",
+                         field="params.delay_cv", fix="use delay_cv = 0 for bounds")
+    t0 = time.process_time()
+    wall0 = time.perf_counter()
+    n = data.num_queries
+    num_gpus = len(data.gpu_ids)
+    free = [int(x) for x in (gpu_free or [0] * num_gpus)]
+    groups: dict[tuple[int, int], int] = {}
+    for g in range(num_gpus):
+        key = (int(data.gpu_type[g]), free[g])
+        groups[key] = groups.get(key, 0) + 1
+    pricers = {key: GpuPricer(data, key[0], key[1]) for key in groups}
+    # default start: λ_q = the most q can earn at all (every reduced value <= 0 there, so
+    # L = Σ_q λ_q: the per-query bound, never above n · κ_max)
+    lam = standalone_values(data, free) if lam0 is None else np.maximum(
+        np.asarray(lam0, float), 0.0)
+    best, best_lam = np.inf, lam.copy()
+    mu, stall = 1.0, 0
+    history = []
+    it = 0
+    best_dec, best_val = None, -1.0
+    repairs: list[tuple[float, InferenceDecision]] = []
+    for it in range(1, iterations + 1):
+        if repair_every and (it - 1) % repair_every == 0:
+            dec = repair_schedule(data, pricers, lam, free)
+            val = float(query_qualities(data, dec).sum())
+            repairs.append((val, dec))
+            if val > best_val:
+                best_dec, best_val = dec, val
+                lower = max(lower, val)
+        total = float(lam.sum())
+        count = np.zeros(n)
+        for key, mult in groups.items():
+            val, seq = pricers[key].price(lam)
+            total += mult * val
+            for _s, _k, members in seq:
+                count[members] += mult
+        history.append(total)
+        if total < best - 1e-9:
+            best, best_lam, stall = total, lam.copy(), 0
+        else:
+            stall += 1
+            if stall >= 5:
+                mu, stall = mu / 2, 0
+        grad = 1.0 - count  # ∂L/∂λ_q
+        # projected: at λ_q = 0 a positive gradient cannot be followed
+        grad = np.where((lam <= 0) & (grad > 0), 0.0, grad)
+        norm = float((grad**2).sum())
+        if norm == 0 or best - lower <= 1e-9 or mu < 1e-4:
+            break
+        if time_limit is not None and time.perf_counter() - wall0 > time_limit:
+            break
+        step = mu * (total - lower) / norm
+        lam = np.maximum(lam - step * grad, 0.0)
+    slack = 1e-9 * (n + 1)
+    repairs.sort(key=lambda r: -r[0])
+    return LagrangeResult(best + slack, best_lam, it, time.process_time() - t0, history,
+                          best_dec, best_val, repairs)
+
+
+BIG = 1e9  # λ of a query already served: its reduced value is never positive
+
+
+def repair_schedule(data: InferenceData, pricers: dict[tuple[int, int], GpuPricer],
+                    lam: np.ndarray, gpu_free: list[int]) -> InferenceDecision:
+    """A feasible schedule from λ: GPUs in order, each takes its best sequence at λ with
+    the queries already served excluded; a query repeated within one sequence keeps its
+    first batch; every batch is then left-shifted (start = max(GPU free, last arrival))."""
+    lam = lam.copy()
+    out: list[Batch] = []
+    for g in range(len(data.gpu_ids)):
+        t = int(data.gpu_type[g])
+        pricer = pricers[t, int(gpu_free[g])]
+        _v, seq = pricer.price(lam)
+        free = int(gpu_free[g])
+        taken: set[int] = set()
+        for _start, k, members in seq:
+            qs = tuple(sorted(int(q) for q in members if int(q) not in taken))
+            if not qs:
+                continue
+            taken.update(qs)
+            c = pricer.configs[k]
+            d = data.duration(c.model, t, len(qs))
+            s0 = max(free, max(int(data.arrival[q]) for q in qs))
+            out.append(Batch(data.gpu_ids[g], data.models[c.model], s0, s0 + int(d), qs))
+            free = s0 + int(d)
+        lam[list(taken)] = BIG
+    return InferenceDecision(batches=tuple(out))
+
+
+def _distinct(rows: list[tuple[float, InferenceDecision]]):
+    """Rows with distinct values (rounded to 1e-9), in the given order."""
+    seen: set[float] = set()
+    for v, d in rows:
+        key = round(v, 9)
+        if key not in seen:
+            seen.add(key)
+            yield v, d
+
+
+def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None = 60.0,
+                 seed: int = 0, **options) -> MethodOutput:
+    """Registered method ``lagrange``: a proven upper bound and a good schedule.
+
+    The bound: :func:`lagrangian_bound` (``iterations``, default 300, at most
+    ``bound_share`` = 0.5 of the time limit). The schedule: the better of the hint
+    policy's (``hint``, default ``heuristic``; empty/None: none) and the best Lagrangian
+    repair (every ``repair_every`` = 10 iterations), then improved by the skeleton local
+    search of :mod:`.inference_improve` in the time left (``improve``: default True),
+    restarted from up to three more repairs when it stops early.
+    OPTIMAL only when the schedule meets the bound (:func:`proven_optimal`).
+    """
+    check_options(options, ("iterations", "repair_every", "hint", "improve", "bound_share"))
+    data = inference_data(instance)
+    t0 = time.perf_counter()
+    if data.num_queries == 0:
+        return MethodOutput(InferenceDecision(), Status.OPTIMAL, bound=0.0)
+    iterations = int(options.get("iterations", 300))
+    repair_every = int(options.get("repair_every", 10))
+    share = float(options.get("bound_share", 0.5))
+    if iterations < 1 or repair_every < 1 or not 0 < share <= 1:
+        raise InputError(f"iterations = {iterations}, repair_every = {repair_every}, "
+                         f"bound_share = {share}", field="options",
+                         fix="use iterations >= 1, repair_every >= 1, 0 < bound_share <= 1")
+    hint_name = options.get("hint", "heuristic")
+    cand, cand_val, source = None, -1.0, ""
+    if hint_name:
+        from dlsched.serve import make_policy, serve
+
+        cand = serve(instance, make_policy(str(hint_name))).decision()
+        cand_val, source = float(query_qualities(data, cand).sum()), f"policy {hint_name}"
+    budget = None if time_limit is None else share * time_limit
+    res = lagrangian_bound(data, lower=max(cand_val, 0.0), iterations=iterations,
+                           time_limit=budget, repair_every=repair_every)
+    if res.decision is not None and res.value > cand_val:
+        cand, cand_val, source = res.decision, res.value, "Lagrangian repair"
+    scale, exact_scale = quality_scale(data)
+    improved_from = cand_val
+    if options.get("improve", True) and cand is not None:
+        # local search from several starts (the best schedule so far, then the next best
+        # distinct repairs), each given an equal share of the time left
+        starts = [cand] + [d for v, d in _distinct(res.repairs or []) if v < cand_val][:3]
+        for i, start in enumerate(starts):
+            if proven_optimal(cand_val, res.bound, scale, exact_scale):
+                break
+            left = (60.0 if time_limit is None
+                    else time_limit - (time.perf_counter() - t0)) / (len(starts) - i)
+            if left <= 0:
+                break
+            better, value = improve(data, start, time_limit=left)
+            if value > cand_val + 1e-9:
+                cand, cand_val = better, value
+                source = f"{source if i == 0 else 'a Lagrangian repair'} + local search"
+    optimal = proven_optimal(cand_val, res.bound, scale, exact_scale)
+    return MethodOutput(cand, Status.OPTIMAL if optimal else Status.FEASIBLE, res.bound,
+                        build_time=time.perf_counter() - t0,
+                        message=f"schedule from {source}; bound: Lagrangian relaxation",
+                        extra={"iterations": res.iterations, "bound_cpu_seconds": res.seconds,
+                               "lagrange_bound": res.bound, "repair_value": res.value,
+                               "before_local_search": improved_from})
+
+
+register_method(MethodSpec(
+    problem="inference", name="lagrange", kind="heuristic", run=run_lagrange,
+    summary="Lagrangian upper bound (proven) + repaired schedule; optimal only if they meet",
+))
