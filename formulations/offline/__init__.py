@@ -3,7 +3,8 @@
 ``data`` (modes, time grid), ``model`` (variables, constraint families, objective),
 ``schedule`` (solution → timed decision), ``methods`` (``solve`` methods
 ``offline-makespan``, ``offline-wct``, ``offline-qos`` of ``sched2`` and ``genie``),
-``scale`` (how far the model proves).
+``bnb`` (an exact branch and bound for ``weighted_jct`` that ``offline-wct`` runs after
+CP-SAT), ``scale`` (how far the models prove).
 """
 
 from . import methods  # noqa: F401  (registers the methods)

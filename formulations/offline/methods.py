@@ -12,6 +12,11 @@ relaxation-bound families, both on), ``num_workers`` (CP-SAT workers, 1 = reprod
 ``solver_options`` (CP-SAT parameters), ``initial_solution`` (a timed decision handed to
 CP-SAT as a hint; default for ``offline-wct``: a serial schedule in Smith's order,
 ``schedule.greedy_schedule``; none for the others).
+``bnb_share`` (``offline-wct`` only): the part of the time limit kept for the exact branch
+and bound of :mod:`.bnb`, run after CP-SAT when CP-SAT has not proved optimality: it
+searches for a schedule better than CP-SAT's incumbent on the same integer data, and a
+finished search proves the incumbent (or its own better schedule) optimal; 0 runs CP-SAT
+alone; default :func:`default_bnb_share`.
 ``time_limit`` covers building and solving (``qos`` on a fine grid solves twice: the
 primal and the rounded-down relaxation, which share what is left).
 """
@@ -33,6 +38,7 @@ from dlsched.solve import MethodOutput
 
 from ..backend import Deadline
 from ..cpsat_backend import CpSatRun, model_size, run_cpsat, write_proto
+from .bnb import branch_and_bound
 from .data import (
     OBJECTIVES,
     WEIGHT_SCALE,
@@ -52,7 +58,8 @@ METHODS = {"offline-makespan": "makespan", "offline-wct": "weighted_jct",
 """Method name -> schedule objective."""
 PROBLEMS = ("sched2", "genie")
 OPTIONS = ("time_unit", "symmetry", "bounds", "num_workers", "solver_options",
-           "initial_solution")
+           "initial_solution", "bnb_share")
+
 DEFAULT_CPSAT_OPTIONS = {
     "search_branching": cp_model.CpSolver().parameters.search_branching.__class__
     .PORTFOLIO_WITH_QUICK_RESTART_SEARCH,
@@ -60,6 +67,16 @@ DEFAULT_CPSAT_OPTIONS = {
 """CP-SAT's default search with frequent restarts: on one worker it proves these
 scheduling models far faster than the automatic choice (2 × 4 GPUs, 20 jobs, makespan,
 seed 4: 0.25 s instead of no proof in 30 s)."""
+
+
+def default_bnb_share(data: OfflineData) -> float:
+    """0.5 of the time for the branch and bound when jobs have few modes (at most 4 on
+    average: its branching is over job × mode), else 0.25. Measured (60 s, 1 worker):
+    2 × 4 GPUs, 20 jobs, seed 2 needs ~25 CPU-s of search after CP-SAT's incumbent; 4 × 4
+    GPUs, 16 jobs (~10 modes a job), seed 4 needs ~35 CPU-s of CP-SAT, where the search
+    does not finish in 60 s."""
+    modes = sum(len(ms) for ms in data.modes) / max(1, data.num_jobs)
+    return 0.5 if modes <= 4 else 0.25
 
 
 def build_model(workload: Instance, objective: str, *, time_unit: float | None = None,
@@ -80,12 +97,17 @@ def _bound(data: OfflineData, run: CpSatRun) -> float | None:
     """A proven bound on the real optimum, in the evaluator's units."""
     if run.bound is None:
         return None
+    return _real_bound(data, run.bound)
+
+
+def _real_bound(data: OfflineData, model_bound: float) -> float:
+    """A proven bound of the integer model (its objective units) in the evaluator's units."""
     jobs = data.workload.jobs
     u = data.grid.unit
     if data.objective == "qos":
-        met = math.floor((run.bound + data.horizon) / (data.horizon + 1) + 1e-9)
+        met = math.floor((model_bound + data.horizon) / (data.horizon + 1) + 1e-9)
         return 100.0 * min(max(met, 0), len(jobs)) / len(jobs)
-    raw = math.ceil(run.bound - 1e-6)  # the objective is integral
+    raw = math.ceil(model_bound - 1e-6)  # the objective is integral
     loss = 0 if data.grid.exact else rounding_loss(data.objective, list(data.weights),
                                                    data.num_jobs)
     if data.objective == "makespan":
@@ -115,20 +137,27 @@ def solve_schedule(workload: Instance, objective: str, *, time_limit: float | No
                    seed: int = 0, time_unit: float | None = None, symmetry: bool = True,
                    bounds: bool = True, num_workers: int = 1,
                    solver_options: dict | None = None,
-                   initial_solution: Decision | None = None) -> MethodOutput:
+                   initial_solution: Decision | None = None,
+                   bnb_share: float | None = None) -> MethodOutput:
     """Optimal offline schedule of ``workload`` for ``objective`` (see the module docstring).
 
     Returns
     -------
     MethodOutput
         A timed decision, the model's claim (OPTIMAL when CP-SAT proved every model it
-        ran) and a proven bound on the real optimum in the evaluator's units.
+        ran, or the branch and bound finished) and a proven bound on the real optimum in
+        the evaluator's units.
     """
     deadline = Deadline(time_limit)
+    if bnb_share is not None and not 0.0 <= float(bnb_share) < 1.0:
+        raise InputError(f"bnb_share = {bnb_share}", field="bnb_share",
+                         fix="a fraction of the time limit in [0, 1)")
     options = {**DEFAULT_CPSAT_OPTIONS, **(solver_options or {})}
     model = build_model(workload, objective, time_unit=time_unit, symmetry=bool(symmetry),
                         bounds=bool(bounds))
     data = model.data
+    share = 0.0 if objective != "weighted_jct" else (
+        default_bnb_share(data) if bnb_share is None else float(bnb_share))
     if initial_solution is None and objective == "weighted_jct":
         # warm start for the sum objective: a serial schedule in Smith's order (measured:
         # better incumbents on unproven 20-job runs; for makespan it misled the search)
@@ -139,24 +168,38 @@ def solve_schedule(workload: Instance, objective: str, *, time_limit: float | No
     build = time.perf_counter() - deadline.start
     two = objective == "qos" and not data.grid.exact
     left = deadline.remaining()
-    run = run_cpsat(model.model, None if left is None else (left / 2 if two else left),
-                    seed, int(num_workers), options)
+    if left is not None:
+        left = left / 2 if two else left * (1.0 - share)
+    run = run_cpsat(model.model, left, seed, int(num_workers), options)
     extra = {"time_unit": data.grid.unit, "exact_grid": data.grid.exact,
              "solve_time": run.solve_time, "horizon_units": data.horizon,
              "rounding_loss_s": 0.0 if data.grid.exact else
              rounding_loss(objective, list(data.weights), data.num_jobs) * data.grid.unit
              / (WEIGHT_SCALE if objective == "weighted_jct" else 1)}
-    if not run.status.has_solution:
-        return MethodOutput(None, run.status, None, model_size(model.model), build, run.log,
+    status, bound, picks = run.status, _bound(data, run), None
+    if run.status.has_solution:
+        v = model.vars
+        picks = []
+        for j in range(data.num_jobs):
+            k = next(k for k, x in enumerate(v.mode[j]) if run.solver.Value(x))
+            picks.append((run.solver.Value(v.start[j]) * data.grid.unit, j, data.modes[j][k]))
+    if share > 0 and run.status in (Status.FEASIBLE, Status.NO_SOLUTION):
+        cutoff = None if run.objective is None else round(run.objective)
+        search = branch_and_bound(data, cutoff, deadline.remaining())
+        extra.update(bnb_nodes=search.nodes, bnb_complete=search.complete)
+        if search.value is not None:
+            picks = [(start * data.grid.unit, j, data.modes[j][k])
+                     for j, (start, k) in search.picks.items()]
+            status = Status.FEASIBLE
+        if search.complete:
+            best = search.value if search.value is not None else cutoff
+            if best is None:
+                raise RuntimeError("the branch and bound found no schedule (a bug)")
+            status, bound = Status.OPTIMAL, _real_bound(data, best)
+    if picks is None:
+        return MethodOutput(None, status, None, model_size(model.model), build, run.log,
                             extra=extra)
-    v = model.vars
-    picks = []
-    for j in range(data.num_jobs):
-        k = next(k for k, x in enumerate(v.mode[j]) if run.solver.Value(x))
-        picks.append((run.solver.Value(v.start[j]) * data.grid.unit, j, data.modes[j][k]))
     decision = timed_decision(workload, left_shift(workload, picks))
-    status = run.status
-    bound = _bound(data, run)
     if two:
         relax = build_model(workload, objective, time_unit=data.grid.unit, round_up=False,
                             symmetry=bool(symmetry), bounds=bool(bounds),

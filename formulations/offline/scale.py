@@ -47,7 +47,8 @@ def scale_rows(jobs: Iterable[int] = (8, 12, 16, 20), *, servers: int = 2,
     -------
     list of dict
         Keys: cluster, jobs, seed, objective, status, objective_value, bound, gap,
-        build_s, solve_s, wall_s, cpu_s, time_unit, exact_grid.
+        build_s, solve_s, wall_s, cpu_s, time_unit, exact_grid, bnb_nodes and
+        bnb_complete (``offline-wct``'s branch and bound: nodes, finished; None if not run).
     """
     rows = []
     for n in jobs:
@@ -65,5 +66,7 @@ def scale_rows(jobs: Iterable[int] = (8, 12, 16, 20), *, servers: int = 2,
                     "build_s": r.build_time, "solve_s": r.extra.get("solve_time"),
                     "wall_s": r.wall_time, "cpu_s": time.process_time() - cpu,
                     "time_unit": r.extra.get("time_unit"),
-                    "exact_grid": r.extra.get("exact_grid")})
+                    "exact_grid": r.extra.get("exact_grid"),
+                    "bnb_nodes": r.extra.get("bnb_nodes"),
+                    "bnb_complete": r.extra.get("bnb_complete")})
     return rows
