@@ -121,9 +121,14 @@ def _value(data: InferenceData, decision: InferenceDecision) -> float:
 
 
 def improve(data: InferenceData, decision: InferenceDecision, *,
-            time_limit: float = 10.0) -> tuple[InferenceDecision, float]:
-    """Local search from ``decision`` (module docstring); (best schedule, its Σ Q)."""
+            time_limit: float | None = 10.0) -> tuple[InferenceDecision, float]:
+    """Local search from ``decision`` (module docstring); (best schedule, its Σ Q).
+
+    ``time_limit`` (wall seconds) stops it early; ``None`` runs to a local optimum, which
+    makes the result depend on the input only (reproducible)."""
     t0 = time.perf_counter()
+    if time_limit is None:
+        time_limit = float("inf")
     best, best_val = decision, _value(data, decision)
     first = assign(data, skeleton_of(data, best))
     if first is not None and _value(data, first) > best_val + 1e-9:

@@ -289,6 +289,9 @@ def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None =
     search of :mod:`.inference_improve` in the time left (``improve``: default True),
     restarted from up to three more repairs when it stops early.
     OPTIMAL only when the schedule meets the bound (:func:`proven_optimal`).
+    With ``time_limit=None`` the bound runs its ``iterations`` and each local search runs
+    to a local optimum: the result then depends on the instance and options only
+    (reproducible); under a time limit it depends on the machine's speed, like CP-SAT's.
     """
     check_options(options, ("iterations", "repair_every", "hint", "improve", "bound_share"))
     data = inference_data(instance)
@@ -323,9 +326,9 @@ def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None =
         for i, start in enumerate(starts):
             if proven_optimal(cand_val, res.bound, scale, exact_scale):
                 break
-            left = (60.0 if time_limit is None
-                    else time_limit - (time.perf_counter() - t0)) / (len(starts) - i)
-            if left <= 0:
+            left = (None if time_limit is None
+                    else (time_limit - (time.perf_counter() - t0)) / (len(starts) - i))
+            if left is not None and left <= 0:
                 break
             better, value = improve(data, start, time_limit=left)
             if value > cand_val + 1e-9:

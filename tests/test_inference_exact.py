@@ -222,6 +222,17 @@ def test_lagrange_method_proves_an_uncontested_window_optimal():
     assert res.bound == pytest.approx(2.0, abs=1e-6)
 
 
+def test_lagrange_without_time_limit_is_reproducible():
+    # no time limit: fixed iterations and local search to a local optimum, so two runs
+    # give the same batches, value and bound
+    rng = np.random.default_rng(77)
+    inst = tiny_instance(random_window(rng, 12), gpus=("p2", "g2"))
+    runs = [solve(inst, "lagrange", time_limit=None, iterations=50) for _ in range(2)]
+    assert validate(inst, runs[0].decision).ok
+    assert runs[0].decision.batches == runs[1].decision.batches
+    assert runs[0].objective == runs[1].objective and runs[0].bound == runs[1].bound
+
+
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
 def test_exact_with_lagrangian_cut_matches_brute_force(seed, gpus):

@@ -52,10 +52,10 @@ OBJECTIVES = ("makespan", "weighted_jct", "qos")
 WEIGHT_SCALE = 1000
 """Job weights are multiplied by this for CP-SAT; weights with more decimals are refused."""
 MAX_DENOMINATOR = 10_000
+"""Largest L of an exact grid of 1/L seconds."""
 MAX_MODES = 20_000
 """Most placement shapes (modes) the offline model takes over all jobs: it is for small
 workloads, and enumerating more would take longer than any sensible time limit."""
-"""Largest L of an exact grid of 1/L seconds."""
 
 
 @dataclass(frozen=True)
