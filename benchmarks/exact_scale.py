@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from dlsched import solve
+from dlsched.cli_support import parse_backends
 from dlsched.formulations.backend import BACKENDS
 from dlsched.instance import Instance
 from dlsched.instances.genie_gen import generate_genie
@@ -135,12 +136,12 @@ def main(argv: list[str] | None = None) -> None:
                         help="seconds per solve, build included (60)")
     parser.add_argument("--families", default="horus,genie,liquid,offline",
                         help="comma-separated groups (horus,genie,liquid,offline)")
-    parser.add_argument("--backends", default=",".join(BACKENDS),
+    parser.add_argument("--backends", type=parse_backends, default=BACKENDS,
                         help=f"comma-separated ({','.join(BACKENDS)})")
     parser.add_argument("--only", default="",
                         help="comma-separated family names to keep (default: all)")
     args = parser.parse_args(argv)
-    backends = [b for b in args.backends.split(",") if b]
+    backends = list(args.backends)
     only = {f for f in args.only.split(",") if f}
     results: dict[str, dict[str, dict]] = {}
     for name, method, build in families(args.families.split(",")):

@@ -21,6 +21,7 @@ import statistics
 import sys
 
 from dlsched import solve
+from dlsched.cli_support import parse_backends
 from dlsched.formulations.backend import BACKENDS
 from dlsched.instances.genie_gen import generate_genie
 from dlsched.problems.genie import genie_breakdown, genie_table
@@ -36,15 +37,6 @@ HEURISTICS = (
 
 def _label(name: str, options: dict) -> str:
     return name + "".join(f" {k}={v}" for k, v in options.items())
-
-
-def parse_backends(text: str) -> tuple[str, ...]:
-    """``"cbc,scip"`` → ("cbc", "scip"); unknown names are an argparse error."""
-    out = tuple(b for b in text.replace(" ", ",").split(",") if b)
-    bad = [b for b in out if b not in BACKENDS]
-    if bad or not out:
-        raise argparse.ArgumentTypeError(f"unknown backends {bad} (use {','.join(BACKENDS)})")
-    return out
 
 
 def run(snapshots: int, time_limit: float, density: float = 10.0,

@@ -25,6 +25,7 @@ import statistics
 import time
 
 from dlsched import solve
+from dlsched.cli_support import parse_backends
 from dlsched.formulations.backend import BACKENDS
 from dlsched.instances.horus_gen import generate_horus
 from dlsched.problems.horus import horus_breakdown
@@ -32,15 +33,6 @@ from dlsched.result import Status
 
 EXACT = BACKENDS  # every backend of the layer: cbc, highs, scip, cpsat
 HEURISTICS = ("greedy", "obp", "fifo")
-
-
-def parse_backends(text: str) -> tuple[str, ...]:
-    """``"cbc,scip"`` → ("cbc", "scip"); unknown names are an argparse error."""
-    out = tuple(b for b in text.replace(" ", ",").split(",") if b)
-    bad = [b for b in out if b not in BACKENDS]
-    if bad or not out:
-        raise argparse.ArgumentTypeError(f"unknown backends {bad} (use {','.join(BACKENDS)})")
-    return out
 
 
 def run(seeds: int, busy: float, cost_model: str, time_limit: float, nodes: int,

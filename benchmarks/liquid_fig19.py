@@ -23,6 +23,7 @@ import statistics
 import sys
 
 from dlsched import solve
+from dlsched.cli_support import parse_backends
 from dlsched.formulations.backend import BACKENDS
 from dlsched.instances.liquid_gen import generate_liquid
 
@@ -31,15 +32,6 @@ BASELINES = ("random", "spread", "firstfit", "pack")
 
 def _fmt(value: float | None, digits: int = 4) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
-
-
-def parse_backends(text: str) -> tuple[str, ...]:
-    """``"cbc,scip"`` → ("cbc", "scip"); unknown names are an argparse error."""
-    out = tuple(b for b in text.replace(" ", ",").split(",") if b)
-    bad = [b for b in out if b not in BACKENDS]
-    if bad or not out:
-        raise argparse.ArgumentTypeError(f"unknown backends {bad} (use {','.join(BACKENDS)})")
-    return out
 
 
 def run(nodes: list[int], time_limit: float, seeds: int, instance_seed: int,

@@ -96,3 +96,15 @@ def parse_option_pairs(pairs: Sequence[str]) -> dict[str, object]:
         except json.JSONDecodeError:
             out[key] = value
     return out
+
+
+def parse_backends(text: str) -> tuple[str, ...]:
+    """``"cbc,scip"`` (or space-separated) → ("cbc", "scip"), for an argparse ``type=``;
+    unknown names or an empty list are an :class:`argparse.ArgumentTypeError`."""
+    from dlsched.formulations.backend import BACKENDS
+
+    out = tuple(b for b in text.replace(" ", ",").split(",") if b)
+    bad = [b for b in out if b not in BACKENDS]
+    if bad or not out:
+        raise argparse.ArgumentTypeError(f"unknown backends {bad} (use {','.join(BACKENDS)})")
+    return out

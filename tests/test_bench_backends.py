@@ -9,6 +9,7 @@ import json
 import pytest
 
 from dlsched.benchmarks import genie_snapshots, horus_scale, liquid_fig19
+from dlsched.cli_support import parse_backends
 from dlsched.formulations.backend import BACKENDS
 
 SCRIPTS = (horus_scale, genie_snapshots, liquid_fig19)
@@ -18,12 +19,18 @@ def test_the_layer_has_four_backends():
     assert set(BACKENDS) == {"cbc", "highs", "scip", "cpsat"}
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda m: m.__name__.rsplit(".", 1)[1])
-def test_every_script_defaults_to_every_backend(script):
-    assert script.parse_backends(",".join(BACKENDS)) == BACKENDS
-    assert script.parse_backends("scip cpsat") == ("scip", "cpsat")
+def test_backend_lists_parse_and_unknown_names_are_refused():
+    assert parse_backends(",".join(BACKENDS)) == BACKENDS
+    assert parse_backends("scip cpsat") == ("scip", "cpsat")
     with pytest.raises(argparse.ArgumentTypeError):
-        script.parse_backends("cbc,gurobi")
+        parse_backends("cbc,gurobi")
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_backends(",")
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda m: m.__name__.rsplit(".", 1)[1])
+def test_every_script_uses_the_one_parser(script):
+    assert script.parse_backends is parse_backends
 
 
 def test_horus_scale_tiny_runs_all_four(monkeypatch, capsys):
