@@ -25,7 +25,7 @@ import numpy as np
 from dlsched.decision import Decision
 from dlsched.instance import Instance
 from dlsched.jobs import Job
-from dlsched.method_support import decision_from_indices, heuristic_method
+from dlsched.method_support import decision_from_indices, fifo_can_start, heuristic_method
 from dlsched.problems.horus import parse_horus_params, share_costs
 from dlsched.registry import MethodSpec, register_method
 from dlsched.state import ClusterState, ViewPolicy, register_view_policy
@@ -248,18 +248,6 @@ def fifo_live(view, *, backfill: bool = False) -> Decision:
     ids = view.cluster.gpu_ids
     return Decision.of(Placement(job.id, tuple(ids[g] for g in sorted(gpus)))
                        for job, gpus in placed)
-
-
-def fifo_can_start(view, *, backfill: bool = False) -> bool:
-    """FIFO starts something only if the head's GPU count fits the idle GPUs (any job's,
-    with backfill)."""
-    head = view.head()
-    if head is None:
-        return False
-    if backfill:
-        low = view.min_demand()
-        return low is not None and low <= view.idle_count
-    return head.num_gpus <= view.idle_count
 
 
 register_view_policy(ViewPolicy("horus", "fifo", fifo_live, fifo_can_start,

@@ -33,7 +33,7 @@ from dlsched.decision import Decision, Placement
 from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.jobs import Job
-from dlsched.method_support import free_gpus_by_server, heuristic_method
+from dlsched.method_support import fifo_can_start, free_gpus_by_server, heuristic_method
 from dlsched.problems.sched2 import locality_slowdown, parse_sched2_params
 from dlsched.registry import MethodSpec, register_method
 from dlsched.result import Status
@@ -263,17 +263,6 @@ def fifo_live(view, *, backfill: bool = False) -> Decision:
         left_total -= len(gpus)
         placed.append(Placement(job.id, tuple(ids[g] for g in gpus)))
     return Decision.of(placed)
-
-
-def fifo_can_start(view, *, backfill: bool = False) -> bool:
-    """FIFO starts something only if the head fits the idle GPUs (any job, with backfill)."""
-    head = view.head()
-    if head is None:
-        return False
-    if backfill:
-        low = view.min_demand()
-        return low is not None and low <= view.idle_count
-    return head.num_gpus <= view.idle_count
 
 
 register_view_policy(ViewPolicy("sched2", "fifo", fifo_live, fifo_can_start,

@@ -83,6 +83,15 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
+def print_summary(summary: dict[str, float], out_dir: object) -> None:
+    """Print a run's summary as a two-column table and where its results went."""
+    width = max(len(k) for k in summary)
+    print(f"{'metric':<{width}}  value")
+    for key, value in summary.items():
+        print(f"{key:<{width}}  {value:.6g}")
+    print(f"results written to {out_dir}")
+
+
 def parse_option_pairs(pairs: Sequence[str]) -> dict[str, object]:
     """``key=value`` strings → dict; values parsed as JSON when they parse."""
     out: dict[str, object] = {}

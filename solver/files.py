@@ -186,6 +186,28 @@ def _locate(doc: Any) -> tuple[list[str | int], str]:
     return [], "unexpected value"
 
 
+TABLE_FORMATS = ("csv", "parquet")
+"""Formats of the per-job / per-query tables a run writes."""
+
+
+def write_table(frame: Any, directory: Path, stem: str, fmt: str) -> Path:
+    """Write a pandas DataFrame as ``directory/stem.fmt`` (csv or parquet, no index).
+
+    Raises
+    ------
+    ValueError
+        ``fmt`` is not one of :data:`TABLE_FORMATS`.
+    """
+    if fmt not in TABLE_FORMATS:
+        raise ValueError(f"fmt must be one of {TABLE_FORMATS}, not {fmt!r}")
+    path = directory / f"{stem}.{fmt}"
+    if fmt == "csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path, index=False)
+    return path
+
+
 def write_json(doc: Any, path: str | Path) -> None:
     """Write ``doc`` as indented JSON; gzip-compressed when the name ends in ``.gz``."""
     p = Path(path)

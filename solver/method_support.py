@@ -89,3 +89,15 @@ def heuristic_method(
         return MethodOutput(decision=out, status=Status.FEASIBLE)
 
     return run
+
+
+def fifo_can_start(view, *, backfill: bool = False) -> bool:
+    """A FIFO view policy's ``can_start``: the head's GPU count fits the idle GPUs (with
+    ``backfill``: any waiting job's)."""
+    head = view.head()
+    if head is None:
+        return False
+    if backfill:
+        low = view.min_demand()
+        return low is not None and low <= view.idle_count
+    return head.num_gpus <= view.idle_count

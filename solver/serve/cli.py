@@ -17,10 +17,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..cli_support import EXIT_BAD_INPUT, EXIT_OK, parse_option_pairs
+from ..cli_support import EXIT_BAD_INPUT, EXIT_OK, parse_option_pairs, print_summary
 from ..errors import InputError
 from ..instance import Instance
-from ..problems.inference import InferenceDecision
 from .metrics import save_serving_results
 from .run import POLICIES, run_policy
 
@@ -38,12 +37,6 @@ def simulate_inference(args: argparse.Namespace, workload: Instance) -> int:
     except InputError as exc:
         print(f"dlsched simulate: {exc.one_line()}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    width = max(len(k) for k in summary)
-    print(f"{'metric':<{width}}  value")
-    for key, value in summary.items():
-        print(f"{key:<{width}}  {value:.6g}")
-    print(f"results written to {args.out}")
+    print_summary(summary, args.out)
     return EXIT_OK
 
-
-_ = InferenceDecision  # re-exported type of run.decision()

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..files import TABLE_FORMATS, write_table
 from .engine import ServeRun
 
 QUERY_COLUMNS = ("query", "arrival_ms", "soft_ms", "hard_ms", "gpu", "model", "batch",
@@ -146,15 +147,12 @@ def plot_delay_cdf(table: pd.DataFrame):
 def save_serving_results(run: ServeRun, out_dir: str | Path, *, fmt: str = "csv",
                          plots: bool = True) -> dict[str, float]:
     """Write ``queries.csv``/``.parquet``, ``batches.csv``, ``summary.json`` and plots."""
-    if fmt not in ("csv", "parquet"):
-        raise ValueError("fmt must be 'csv' or 'parquet'")
+    if fmt not in TABLE_FORMATS:
+        raise ValueError(f"fmt must be one of {TABLE_FORMATS}, not {fmt!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     table = query_table(run)
-    if fmt == "csv":
-        table.to_csv(out / "queries.csv", index=False)
-    else:
-        table.to_parquet(out / "queries.parquet", index=False)
+    write_table(table, out, "queries", fmt)
     pd.DataFrame([{"gpu": b.gpu, "model": b.model, "start_ms": b.start, "end_ms": b.end,
                    "size": len(b.queries)} for b in run.batches],
                  columns=["gpu", "model", "start_ms", "end_ms", "size"]).to_csv(

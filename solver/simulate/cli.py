@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..cli_support import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, parse_option_pairs
+from ..cli_support import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, parse_option_pairs, print_summary
 from ..errors import InputError
 from ..instance_io import check_instance, load_instance
 from ..topology_io import load_topology
@@ -111,9 +111,5 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     except SimulationError as exc:
         print(f"dlsched simulate: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    width = max(len(k) for k in summary)
-    print(f"{'metric':<{width}}  value")
-    for key, value in summary.items():
-        print(f"{key:<{width}}  {value:.6g}")
-    print(f"results written to {args.out}")
+    print_summary(summary, args.out)
     return EXIT_OK

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..files import TABLE_FORMATS, write_table
 from .engine import SimRun
 from .metrics import job_table, summary, utilization_series
 from .speed import describe
@@ -27,15 +28,12 @@ TIMING_FIELDS = ("wall_time_s", "events_per_s")
 def save_results(run: SimRun, out_dir: str | Path, *, fmt: str = "csv",
                  plots: bool = True) -> dict[str, Any]:
     """Write tables, summary and (optionally) plots to ``out_dir``; returns the summary."""
-    if fmt not in ("csv", "parquet"):
-        raise ValueError("fmt must be 'csv' or 'parquet'")
+    if fmt not in TABLE_FORMATS:
+        raise ValueError(f"fmt must be one of {TABLE_FORMATS}, not {fmt!r}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     jobs = job_table(run)
-    if fmt == "csv":
-        jobs.to_csv(out / "jobs.csv", index=False)
-    else:
-        jobs.to_parquet(out / "jobs.parquet", index=False)
+    write_table(jobs, out, "jobs", fmt)
     utilization_series(run).to_csv(out / "utilization.csv", index=False)
     pd.DataFrame({"time": run.frag_t, "fragmentation": run.frag}).to_csv(
         out / "fragmentation.csv", index=False)
@@ -109,7 +107,7 @@ def plot_utilization(run: SimRun, jobs: pd.DataFrame | None = None):
     run
         A finished simulation.
     jobs
-        Its :func:`~dlsched.simulate.metrics.job_table` (computed when not given).
+        Not used (the plots share one signature; the series comes from ``run``).
 
     Returns
     -------
