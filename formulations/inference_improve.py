@@ -131,8 +131,10 @@ def improve(data: InferenceData, decision: InferenceDecision, *,
         time_limit = float("inf")
     best, best_val = decision, _value(data, decision)
     first = assign(data, skeleton_of(data, best))
-    if first is not None and _value(data, first) > best_val + 1e-9:
-        best, best_val = first, _value(data, first)
+    if first is not None:
+        first_val = _value(data, first)
+        if first_val > best_val + 1e-9:
+            best, best_val = first, first_val
     arrivals = data.arrival
     improved = True
     while improved and time.perf_counter() - t0 < time_limit:
