@@ -365,3 +365,46 @@ def test_branch_and_bound_proves_genie_on_a_fine_grid():
     assert result.status is Status.OPTIMAL
     assert result.objective == pytest.approx(expected, rel=1e-6)
     assert result.bound <= expected + 1e-9
+
+
+def test_lp_bound_by_hand():
+    # two jobs that each need the whole 2 x 2 cluster for 10 s (5 s x slowdown 2 on 2 + 2),
+    # both released at 0: one ends at 10, the other at 20, and the LP cannot do better
+    # (half of each at 0 and half at 10 also costs 15 + 15)
+    from dlsched.formulations.offline.lp_bound import lp_bound
+
+    w = workload([(0, 4, 5), (0, 4, 5)])
+    assert lp_bound(w, job_modes(w), period=1.0) == pytest.approx(30.0, abs=1e-6)
+    assert lp_bound(w, job_modes(w), period=1.0) <= 30.0
+
+
+@pytest.mark.parametrize("specs", CASES + RANDOM_SPECS)
+def test_lp_bound_never_exceeds_the_brute_force_optimum(specs):
+    from dlsched.formulations.offline.lp_bound import lp_bound
+
+    w = workload(specs)
+    optimum = brute_force(w, "weighted_jct")
+    for period in (None, 1.0, 3.0, 7.0):
+        bound = lp_bound(w, job_modes(w), period=period)
+        assert bound is not None and bound <= optimum + 1e-9
+    # and it is not the trivial bound Σ w (shortest duration) on every case
+    trivial = sum(j.weight * min(m.duration for m in ms)
+                  for j, ms in zip(w.jobs, job_modes(w), strict=True))
+    assert lp_bound(w, job_modes(w), period=1.0) >= trivial - 1e-6
+
+
+def test_offline_wct_lp_bound_proves_when_cpsat_stops_at_its_first_schedule():
+    # eight whole-cluster jobs: CP-SAT told to stop at its first schedule (no presolve, no
+    # symmetry or bound families) proves nothing; the LP bound meets that schedule
+    specs = [(0, 4, d) for d in (5, 6, 7, 8, 9, 10, 11, 12)]
+    w = workload(specs)
+    stop = {"stop_after_first_solution": True, "cp_model_presolve": False}
+    result = solve(w, "offline-wct", time_limit=20, bnb_share=0.0, symmetry=False,
+                   bounds=False, solver_options=stop)
+    check(w, result, "weighted_jct")
+    # shortest first, one at a time (every job needs every GPU; durations doubled by the
+    # 2 + 2 split): ends 10, 22, 36, ...; released together, so no order does better
+    expected = float(np.cumsum([2 * d for d in range(5, 13)]).sum())
+    assert result.objective == pytest.approx(expected)
+    assert result.extra["lp_bound"] == pytest.approx(expected, abs=1e-4)
+    assert result.status is Status.OPTIMAL

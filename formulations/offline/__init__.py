@@ -4,7 +4,8 @@
 ``schedule`` (solution → timed decision), ``methods`` (``solve`` methods
 ``offline-makespan``, ``offline-wct``, ``offline-qos`` of ``sched2`` and ``genie``),
 ``bnb`` (an exact branch and bound for ``weighted_jct`` that ``offline-wct`` runs after
-CP-SAT), ``scale`` (how far the models prove).
+CP-SAT), ``lp_bound`` (the time-indexed LP lower bound of ``weighted_jct``), ``scale``
+(how far the models prove).
 """
 
 from . import methods  # noqa: F401  (registers the methods)
