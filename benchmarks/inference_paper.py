@@ -106,8 +106,9 @@ def measured_reason(gap: str, ours: dict[str, dict], paper_q: dict[str, float],
             return (f"pg Q {pg:.4f} < heuristic {heur:.4f}: the shipped learned policy is "
                     "weaker than the heuristic on this slot")
         return (f"pg Q {pg:.4f} >= heuristic {heur:.4f}, by a different margin than the "
-                "paper's: pg clones Eq. 2 tuned on heavier training episodes and policy "
-                "gradient adds little (docs/inference.md)")
+                "paper's: pg is cloned from Eq. 2 heuristics tuned on its training episodes "
+                "(one p2: per episode, load-adaptive) and policy gradient adds little "
+                "(docs/inference.md)")
     f, h = ours["fixed"], ours["heuristic"]
     text = (f"fixed Q {f['mean_q']:.3f} (paper {paper_q['fixed']:.3f}), P_tiny "
             f"{100 * f['share_tiny']:.0f} % (paper {paper_tiny['fixed']:.0f} %), mean batch "

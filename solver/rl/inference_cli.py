@@ -19,8 +19,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpus", default=d.gpus, help=f"cluster ({d.gpus}; paper: g2:5,p2:5)")
     p.add_argument("--scale", type=float, default=d.scale, help="arrival multiplier (8 for "
                    "the paper's cluster)")
-    p.add_argument("--peak-qps", type=float, default=d.peak_qps,
-                   help="queries/s at the daily peak of the training episodes")
+    p.add_argument("--peak-qps", default=str(d.peak_qps),
+                   help="queries/s at the daily peak of the training and validation episodes: "
+                   "one value, or a comma list cycled over the episodes (e.g. 24,30,36)")
     p.add_argument("--episodes", type=int, default=d.episodes,
                    help="training episodes (generated workloads)")
     p.add_argument("--episode-minutes", type=float, default=d.episode_minutes,
@@ -53,7 +54,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--teachers", default=d.teachers,
                    help="heuristics to clone, comma-separated: benchmark (α, β tuned as "
                    "inference_paper --tune does), train (tuned on these training episodes), "
-                   f"given (--teacher-alpha/--teacher-beta); default {d.teachers}")
+                   f"given (--teacher-alpha/--teacher-beta), adaptive (tuned on each training "
+                   f"episode itself); default {d.teachers}")
     p.add_argument("--teacher-alpha", type=float, default=d.teacher_alpha,
                    help="α of the 'given' teacher")
     p.add_argument("--teacher-beta", type=float, default=d.teacher_beta,
@@ -64,9 +66,9 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def train_command(args: argparse.Namespace) -> int:
-    from .inference_train import TrainConfig, train
+    from .inference_train import TrainConfig, parse_peak_qps, train
 
-    cfg = TrainConfig(gpus=args.gpus, scale=args.scale, peak_qps=args.peak_qps,
+    cfg = TrainConfig(gpus=args.gpus, scale=args.scale, peak_qps=parse_peak_qps(args.peak_qps),
                       episodes=args.episodes, episode_minutes=args.episode_minutes,
                       val_episodes=args.val_episodes, iterations=args.iterations,
                       rollouts=args.rollouts, bc_epochs=args.bc_epochs, dagger=args.dagger,

@@ -1,7 +1,10 @@
 """Training the ``pg`` serving policy: behaviour cloning of Eq. 2, then policy gradient.
 
 Episodes (Sec. 4.1): 10-minute slices of the generated stream from 9 h to 12 h (the
-paper's training span), one per seed (1000 + i). Everything is seeded and deterministic
+paper's training span), one per seed (1000 + i), at the daily peak rate ``peak_qps`` —
+one value, or (ours, stated) a tuple of values cycled over the episodes (episode i at
+``peak_qps[i % len(peak_qps)]``; validation episodes likewise), so that the episodes
+span a range of loads. Everything is seeded and deterministic
 on CPU (``torch.set_num_threads(1)``, a seeded torch Generator for minibatch order, one
 numpy Generator per rollout). The phases, and what is ours rather than the paper's:
 
@@ -12,14 +15,19 @@ numpy Generator per rollout). The phases, and what is ours rather than the paper
    against; ``train`` — the same grid tuned on this run's own training episodes (the
    paper: "the training data is also used to optimize the parameters of the heuristic
    scheduler"; it differs from ``benchmark`` when ``peak_qps`` differs); ``given`` —
-   ``teacher_alpha``, ``teacher_beta``. Equal (α, β) pairs are cloned once;
+   ``teacher_alpha``, ``teacher_beta``; ``adaptive`` (ours) — per training episode, the
+   same grid tuned on THAT episode alone, so each episode's states are labelled by the
+   Eq. 2 parameters best for its load (a fixed-parameter heuristic cannot adapt to the
+   load; the network sees R_t and the queue and can). Teachers with equal (α, β) on every
+   episode are cloned once;
 2. behaviour cloning (ours, stated; the paper starts from scratch), per teacher from the
    same seeded initial network: cross-entropy fit to the teacher's (B, M) choices on the
    training episodes (``bc_epochs`` minibatch epochs of Adam, inputs standardized by the
    mean / SD of all teachers' states), then ``dagger`` rounds of DAgger (Ross et al.
    2011): the cloned policy runs greedily on the training episodes, the teacher labels the
    states it visits (its B, and its model for the queries the engine would take), and the
-   network is refitted on all labels so far. Every fit is a candidate (step 4); policy
+   network is refitted on all labels so far (an ``adaptive`` teacher labels each episode
+   with that episode's own α, β). Every fit is a candidate (step 4); policy
    gradient starts from the best candidate;
 3. REINFORCE (Sutton et al. [12], the paper's learner): per iteration, ``rollouts``
    sampled runs of one training episode; per decision the reward is, by ``reward``:
@@ -31,7 +39,11 @@ numpy Generator per rollout). The phases, and what is ours rather than the paper
 4. checkpoint selection (ours, stated): every cloned network and every ``eval_every``-th
    policy-gradient iterate are run greedily on ``val_episodes`` VALIDATION episodes
    (9-12 h, seeds 5000 + i: disjoint from the training episodes and from the 12-24 h test
-   slots of the benchmark) and the one with the highest mean Q is written.
+   slots of the benchmark) and the one with the highest mean Q is written. The learning
+   curve's reference is the first teacher's validation mean Q (put ``benchmark`` first to
+   compare with the benchmark's heuristic); an ``adaptive`` teacher's validation figure
+   (metadata ``val_teachers_mean_q``) is the grid tuned on each validation episode
+   itself: an oracle for comparison, not a runnable policy.
 
 Training stops after ``iterations`` or once ``max_cpu_seconds`` of CPU time are spent
 (default 1500 s, within the 30-minute budget).
@@ -66,7 +78,7 @@ class TrainConfig:
 
     gpus: str = "p2:1"
     scale: float = 1.0
-    peak_qps: float = 24.0
+    peak_qps: float | tuple[float, ...] = 24.0
     episodes: int = 6
     episode_minutes: float = 10.0
     val_episodes: int = 3
@@ -89,16 +101,37 @@ class TrainConfig:
     seed: int = 0
 
 
+def parse_peak_qps(text: str) -> float | tuple[float, ...]:
+    """``--peak-qps``: one rate (a float, as before) or a comma list (a tuple, cycled over
+    the episodes); every value must be a number > 0."""
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if not values or not all(np.isfinite(v) and v > 0 for v in values):
+        raise InputError(f"{text!r} is not a positive number or comma list of them",
+                         field="--peak-qps", fix="e.g. --peak-qps 30 or --peak-qps 24,30,36")
+    return values[0] if len(values) == 1 else values
+
+
+def peaks(cfg: TrainConfig) -> tuple[float, ...]:
+    """The peak rates cycled over the episodes (one value: every episode at it)."""
+    if isinstance(cfg.peak_qps, tuple | list):
+        return tuple(float(v) for v in cfg.peak_qps)
+    return (float(cfg.peak_qps),)
+
+
 def _episodes(cfg: TrainConfig, count: int, seed0: int) -> list[Instance]:
     from ..instances.inference_gen import generate_inference
 
     span = 3.0 - cfg.episode_minutes / 60.0
+    rates = peaks(cfg)
     out = []
     for i in range(count):
         start = 9.0 + span * (i + 0.5) / count
         out.append(generate_inference(seed=seed0 + i + 7919 * cfg.seed, gpus=cfg.gpus,
                                       start_hour=start, hours=cfg.episode_minutes / 60.0,
-                                      peak_qps=cfg.peak_qps, scale=cfg.scale))
+                                      peak_qps=rates[i % len(rates)], scale=cfg.scale))
     return out
 
 
@@ -119,26 +152,58 @@ def tuning_episodes(gpus: str, scale: float) -> list[Instance]:
                                          episode_minutes=10.0))
 
 
-def teacher_params(cfg: TrainConfig) -> list[dict[str, float]]:
-    """α, β of the teacher heuristics (see the module docstring), duplicates removed."""
+TEACHERS = ("benchmark", "train", "given", "adaptive")
+
+
+def _pair(best: dict) -> dict[str, float]:
+    return {"alpha": float(best["alpha"]), "beta": float(best["beta"])}
+
+
+def teacher_params(cfg: TrainConfig,
+                   episodes: list[Instance] | None = None) -> list[dict]:
+    """The teacher heuristics (see the module docstring), duplicates removed.
+
+    Each is ``{"name", "alpha", "beta"}`` (one α, β for every episode) or, for
+    ``adaptive``, ``{"name": "adaptive", "per_episode": [{"alpha", "beta"}, ...]}`` with
+    one pair per training episode (``episodes``, default :func:`training_episodes`)."""
     from ..serve.tune import tune_heuristic
 
-    out: list[dict[str, float]] = []
-    for name in cfg.teachers.split(","):
-        name = name.strip()
-        if name == "benchmark":
-            best, _grid = tune_heuristic(tuning_episodes(cfg.gpus, cfg.scale))
-        elif name == "train":
-            best, _grid = tune_heuristic(training_episodes(cfg))
-        elif name == "given":
-            best = {"alpha": cfg.teacher_alpha, "beta": cfg.teacher_beta}
-        else:
+    names = [n.strip() for n in cfg.teachers.split(",")]
+    for name in names:
+        if name not in TEACHERS:
             raise InputError(f"unknown teacher {name!r}", field="--teachers",
-                             fix="use benchmark, train and/or given, comma-separated")
-        pair = {"alpha": float(best["alpha"]), "beta": float(best["beta"])}
-        if pair not in out:
-            out.append(pair)
+                             fix="use benchmark, train, given and/or adaptive, comma-separated")
+    eps = training_episodes(cfg) if episodes is None else episodes
+    out: list[dict] = []
+    for name in names:
+        if name == "adaptive":
+            entry: dict = {"name": name, "per_episode": [_pair(tune_heuristic([e])[0])
+                                                         for e in eps]}
+        else:
+            if name == "benchmark":
+                best, _grid = tune_heuristic(tuning_episodes(cfg.gpus, cfg.scale))
+            elif name == "train":
+                best, _grid = tune_heuristic(eps)
+            else:
+                best = {"alpha": cfg.teacher_alpha, "beta": cfg.teacher_beta}
+            entry = {"name": name, **_pair(best)}
+        if all(schedule(entry, len(eps)) != schedule(t, len(eps)) for t in out):
+            out.append(entry)
     return out
+
+
+def schedule(teacher: dict, count: int) -> list[dict[str, float]]:
+    """A teacher's α, β on each of ``count`` training episodes."""
+    if "per_episode" in teacher:
+        return [dict(p) for p in teacher["per_episode"]]
+    return [_pair(teacher)] * count
+
+
+def teacher_tag(teacher: dict) -> str:
+    """Short label of a teacher in stage names: ``a=..,b=..`` or ``adaptive``."""
+    if "per_episode" in teacher:
+        return teacher["name"]
+    return f"a={teacher['alpha']:g},b={teacher['beta']:g}"
 
 
 class _Labeller:
@@ -177,6 +242,23 @@ class _Labeller:
         if self.actor is None:
             return self.teacher.model(sim, gpu, queries, size)
         return self.actor.model(sim, gpu, queries, size)
+
+
+def teacher_labels(episodes: list[Instance], plan: list[dict[str, float]],
+                   actor: dict[str, np.ndarray] | None = None
+                   ) -> tuple[list[np.ndarray], list[int]]:
+    """States and teacher action indices over ``episodes``; episode i is labelled by the
+    Eq. 2 heuristic with ``plan[i]`` (α, β). ``actor``: weights of the greedy network that
+    drives (DAgger); None: the teacher drives (behaviour cloning)."""
+    xs: list[np.ndarray] = []
+    ys: list[int] = []
+    for e, t in zip(episodes, plan, strict=True):
+        lab = _Labeller(HeuristicPolicy(alpha=t["alpha"], beta=t["beta"]),
+                        None if actor is None else PGPolicy(actor))
+        serve(e, lab)
+        xs.extend(s for s, _ in lab.pairs)
+        ys.extend(a for _, a in lab.pairs)
+    return xs, ys
 
 
 def rewards_of(run, trace, cfg: TrainConfig) -> np.ndarray:
@@ -239,35 +321,43 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, command: str = "",
     cpu0 = time.process_time()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    teachers = teacher_params(cfg)
+    episodes = training_episodes(cfg)
+    val = validation_episodes(cfg)
+    teachers = teacher_params(cfg, episodes)
+    plans = [schedule(t, len(episodes)) for t in teachers]
     for t in teachers:
-        log(f"teacher heuristic: alpha {t['alpha']}, beta {t['beta']}")
+        if "per_episode" in t:
+            log(f"teacher {t['name']}: per episode (alpha, beta) "
+                + " ".join(f"({p['alpha']:g},{p['beta']:g})" for p in t["per_episode"]))
+        else:
+            log(f"teacher {t['name']} heuristic: alpha {t['alpha']}, beta {t['beta']}")
 
     def heuristic(t: dict[str, float]) -> HeuristicPolicy:
         return HeuristicPolicy(alpha=t["alpha"], beta=t["beta"])
 
-    episodes = training_episodes(cfg)
-    val = validation_episodes(cfg)
+    def val_q(t: dict) -> float:
+        """A teacher's validation mean Q; ``adaptive``: tuned on each validation episode
+        itself (an oracle, reported only: it is no policy one could run)."""
+        from ..serve.tune import tune_heuristic
+
+        if "per_episode" in t:
+            return float(np.mean([max(g["mean_q"] for g in tune_heuristic([e])[1])
+                                  for e in val]))
+        return float(np.mean([mean_q(e, heuristic(t)) for e in val]))
+
     data0 = inference_data(episodes[0])
     n_in, n_out = feature_size(data0), len(action_table(data0))
     net = torch.nn.Sequential(torch.nn.Linear(n_in, HIDDEN), torch.nn.Tanh(),
                               torch.nn.Linear(HIDDEN, n_out)).double()
     init = {k: v.clone() for k, v in net.state_dict().items()}
     curve: list[dict[str, float]] = []
-    val_teacher = [float(np.mean([mean_q(e, heuristic(t)) for e in val])) for t in teachers]
+    val_teacher = [val_q(t) for t in teachers]
     ref = val_teacher[0]  # the first teacher (by default the benchmark's heuristic)
 
     # phase 1: behaviour cloning of each teacher on its own runs
     labels: list[tuple[list[np.ndarray], list[int]]] = []
-    for t in teachers:
-        xs: list[np.ndarray] = []
-        ys: list[int] = []
-        for e in episodes:
-            lab = _Labeller(heuristic(t), None)
-            serve(e, lab)
-            xs.extend(s for s, _ in lab.pairs)
-            ys.extend(a for _, a in lab.pairs)
-        labels.append((xs, ys))
+    for plan in plans:
+        labels.append(teacher_labels(episodes, plan))
     x_all = np.stack([s for xs, _ in labels for s in xs])
     mu = x_all.mean(0)
     sd = x_all.std(0)
@@ -322,15 +412,13 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, command: str = "",
         for j, t in enumerate(teachers):
             net.load_state_dict(init)
             xs, ys = list(labels[j][0]), list(labels[j][1])
-            name = f"bc{j + 1}(a={t['alpha']:g},b={t['beta']:g})"
+            name = f"bc{j + 1}({teacher_tag(t)})"
             fit(name, xs, ys)
             consider(name)
             for r in range(cfg.dagger):
-                for e in episodes:
-                    lab = _Labeller(heuristic(t), PGPolicy(weights()))
-                    serve(e, lab)
-                    xs.extend(s for s, _ in lab.pairs)
-                    ys.extend(a for _, a in lab.pairs)
+                more_x, more_y = teacher_labels(episodes, plans[j], weights())
+                xs.extend(more_x)
+                ys.extend(more_y)
                 fit(f"{name}-dagger{r + 1}", xs, ys)
                 consider(f"{name}-dagger{r + 1}")
         net.load_state_dict(best["state"])
