@@ -89,7 +89,7 @@ def test_each_episode_is_labelled_by_its_own_teacher():
     for e, p in zip(eps, plan, strict=True):
         run = serve(e, HeuristicPolicy(**p))
         table = action_table(run.data)
-        chosen = [a for a in ys[lo:lo + len(run.batches)]]
+        chosen = ys[lo:lo + len(run.batches)]
         # the teacher drives: one label per dispatched batch, its size class and model
         assert len(chosen) == len(run.batches) and 0 not in chosen
         for a, b in zip(chosen, run.batches, strict=True):
