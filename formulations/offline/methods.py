@@ -194,12 +194,13 @@ def solve_schedule(workload: Instance, objective: str, *, time_limit: float | No
             k = next(k for k, x in enumerate(v.mode[j]) if run.solver.Value(x))
             picks.append((run.solver.Value(v.start[j]) * data.grid.unit, j, data.modes[j][k]))
     lp = None
-    if objective == "weighted_jct" and run.status in (Status.FEASIBLE, Status.NO_SOLUTION):
+    unproven = run.status in (Status.FEASIBLE, Status.NO_SOLUTION)
+    if objective == "weighted_jct" and unproven:
         left = deadline.remaining()
         lp = lp_bound(workload, [list(ms) for ms in data.modes],
                       time_limit=None if left is None else LP_SHARE * left)
         extra["lp_bound"] = lp
-    if share > 0 and run.status in (Status.FEASIBLE, Status.NO_SOLUTION):
+    if share > 0 and unproven:
         cutoff = None if run.objective is None else round(run.objective)
         search = branch_and_bound(data, cutoff, deadline.remaining())
         extra.update(bnb_nodes=search.nodes, bnb_complete=search.complete)
