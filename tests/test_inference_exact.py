@@ -155,6 +155,50 @@ def test_edf_dp_is_the_class_optimum(seed, gpus):
     assert res.objective <= brute_force(queries, gpus) + 1e-9
 
 
+def _congested_window(n: int):
+    from dlsched.instances.inference_gen import generate_inference
+    from dlsched.problems.inference import window
+
+    stream = generate_inference(seed=0, gpus="p2:2", start_hour=15.0, hours=0.1, scale=1.8,
+                                delay_cv=0.0)
+    return window(stream, 1750, 1750 + n)
+
+
+def test_edf_dp_stopped_exact_pass_returns_the_beam_schedule():
+    from dlsched.formulations.inference_edf import solve_edf
+
+    inst = _congested_window(30)
+    full, value, stats = solve_edf(inst, beam=2)
+    assert stats["complete"] and stats["states"] > 100
+    stopped, beam_value, info = solve_edf(inst, beam=2, max_states=100)
+    assert not info["complete"] and info["stopped"].startswith("state limit")
+    assert validate(inst, stopped).ok
+    assert beam_value == pytest.approx(get_problem("inference").evaluate(inst, stopped))
+    assert beam_value <= value + 1e-9
+
+
+def test_edf_dp_limits_are_statuses_not_errors():
+    inst = _congested_window(30)
+    none = solve(inst, "edf-dp", max_states=5)
+    assert none.status.value == "no_solution" and none.decision is None
+    assert "state limit" in none.message and none.extra["class_optimum"] is None
+    bad = solve(inst, "edf-dp", max_states=0)
+    assert bad.status.value == "invalid_input" and "max_states" in bad.message
+
+
+def test_edf_dp_time_limit_is_end_to_end():
+    import time
+
+    inst = _congested_window(200)
+    start = time.perf_counter()
+    res = solve(inst, "edf-dp", time_limit=1.0)
+    assert time.perf_counter() - start <= 1.1 * 1.0 + 1.0
+    assert res.status.value in ("feasible", "no_solution")
+    assert res.extra["complete"] is False and "time limit" in res.message
+    if res.decision is not None:
+        assert validate(inst, res.decision).ok
+
+
 # --- the Lagrangian bound (method ``lagrange``) ---------------------------------------
 
 
