@@ -76,6 +76,17 @@ def solve_edf(instance: Instance, *, gpu_free: list[int] | None = None,
     return decision, value, stats
 
 
+def edf_beam_schedule(instance: Instance, *, beam: int = 16, deadline: float | None = None
+                      ) -> tuple[InferenceDecision | None, float]:
+    """The beam pass alone: a schedule in C and its Σ Q, or ``(None, -1.0)`` past
+    ``deadline`` (a ``time.perf_counter()`` value). A fast primal for other methods."""
+    try:
+        decision, value, _stats = _dp(instance, None, 2_000_000, beam, -1.0, deadline)
+    except _Stopped:
+        return None, -1.0
+    return decision, value
+
+
 def _dp(instance: Instance, gpu_free, max_states: int, beam: int, lb: float,
         deadline: float | None):
     data = inference_data(instance)

@@ -48,6 +48,7 @@ from dlsched.registry import MethodSpec, check_options, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 
+from .inference_edf import edf_beam_schedule
 from .inference_improve import improve
 from .inference_scale import proven_optimal, quality_scale
 
@@ -167,10 +168,14 @@ def standalone_values(data: InferenceData, free: list[int]) -> np.ndarray:
 def lagrangian_bound(data: InferenceData, *, gpu_free: list[int] | None = None,
                      lower: float = 0.0, iterations: int = 200,
                      time_limit: float | None = 30.0,
-                     lam0: np.ndarray | None = None, repair_every: int = 0) -> LagrangeResult:
+                     lam0: np.ndarray | None = None, repair_every: int = 0,
+                     stop_at: float = -np.inf) -> LagrangeResult:
     """A valid upper bound min over the λ tried of L(λ) (module docstring).
 
     ``lower`` (a known feasible Σ Q) sets the Polyak step; it does not affect validity.
+    ``stop_at`` (another known feasible Σ Q) only stops the iterations once the bound
+    meets it (a target close to the optimum makes the Polyak steps too short to converge
+    in the time of one window, so a good schedule is given here, not as ``lower``).
     ``time_limit`` is wall-clock seconds (checked between iterations).
     ``repair_every`` > 0: every so many iterations (and at the first), a feasible schedule
     is built from λ (:func:`repair_schedule`); the best one is returned and its Σ Q
@@ -226,7 +231,7 @@ def lagrangian_bound(data: InferenceData, *, gpu_free: list[int] | None = None,
         # projected: at λ_q = 0 a positive gradient cannot be followed
         grad = np.where((lam <= 0) & (grad > 0), 0.0, grad)
         norm = float((grad**2).sum())
-        if norm == 0 or best - lower <= 1e-9 or mu < 1e-4:
+        if norm == 0 or best - max(lower, stop_at) <= 1e-9 or mu < 1e-4:
             break
         if time_limit is not None and time.perf_counter() - wall0 > time_limit:
             break
@@ -278,14 +283,23 @@ def _distinct(rows: list[tuple[float, InferenceDecision]]):
             yield v, d
 
 
+BEAM_SHARE = 0.1
+"""Most of ``lagrange``'s time limit the EDF beam pass may take (it comes out of the
+local search's share; the bound's share is left whole)."""
+
+
 def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None = 60.0,
                  seed: int = 0, **options) -> MethodOutput:
     """Registered method ``lagrange``: a proven upper bound and a good schedule.
 
     The bound: :func:`lagrangian_bound` (``iterations``, default 300, at most
-    ``bound_share`` = 0.5 of the time limit). The schedule: the better of the hint
-    policy's (``hint``, default ``heuristic``; empty/None: none) and the best Lagrangian
-    repair (every ``repair_every`` = 10 iterations), then improved by the skeleton local
+    ``bound_share`` = 0.5 of the time limit). The schedule: the best of the hint
+    policy's (``hint``, default ``heuristic``; empty/None: none), the EDF beam pass of
+    :mod:`.inference_edf` (``edf_beam`` states per layer, default 8; 0: none; at most
+    :data:`BEAM_SHARE` of the time limit, skipped when it runs out or when the policy's
+    schedule already gives every query the most it can earn) and the best
+    Lagrangian repair (every ``repair_every`` = 10 iterations), then improved by the
+    skeleton local
     search of :mod:`.inference_improve` in the time left (``improve``: default True),
     restarted from up to three more repairs when it stops early.
     OPTIMAL only when the schedule meets the bound (:func:`proven_optimal`).
@@ -293,7 +307,8 @@ def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None =
     to a local optimum: the result then depends on the instance and options only
     (reproducible); under a time limit it depends on the machine's speed, like CP-SAT's.
     """
-    check_options(options, ("iterations", "repair_every", "hint", "improve", "bound_share"))
+    check_options(options, ("iterations", "repair_every", "hint", "improve", "bound_share",
+                            "edf_beam"))
     data = inference_data(instance)
     t0 = time.perf_counter()
     if data.num_queries == 0:
@@ -301,10 +316,12 @@ def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None =
     iterations = int(options.get("iterations", 300))
     repair_every = int(options.get("repair_every", 10))
     share = float(options.get("bound_share", 0.5))
-    if iterations < 1 or repair_every < 1 or not 0 < share <= 1:
+    edf_beam = int(options.get("edf_beam", 8))
+    if iterations < 1 or repair_every < 1 or not 0 < share <= 1 or edf_beam < 0:
         raise InputError(f"iterations = {iterations}, repair_every = {repair_every}, "
-                         f"bound_share = {share}", field="options",
-                         fix="use iterations >= 1, repair_every >= 1, 0 < bound_share <= 1")
+                         f"bound_share = {share}, edf_beam = {edf_beam}", field="options",
+                         fix="use iterations >= 1, repair_every >= 1, 0 < bound_share <= 1, "
+                             "edf_beam >= 0")
     hint_name = options.get("hint", "heuristic")
     cand, cand_val, source = None, -1.0, ""
     if hint_name:
@@ -312,9 +329,17 @@ def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None =
 
         cand = serve(instance, make_policy(str(hint_name))).decision()
         cand_val, source = float(query_qualities(data, cand).sum()), f"policy {hint_name}"
+    lower = max(cand_val, 0.0)
+    most = float(standalone_values(data, [0] * len(data.gpu_ids)).sum())
+    if edf_beam and cand_val < most - 1e-9:  # else every query earns its most already
+        deadline = None if time_limit is None else t0 + BEAM_SHARE * time_limit
+        beam_decision, beam_val = edf_beam_schedule(instance, beam=edf_beam,
+                                                    deadline=deadline)
+        if beam_decision is not None and beam_val > cand_val:
+            cand, cand_val, source = beam_decision, beam_val, "the EDF beam pass"
     budget = None if time_limit is None else share * time_limit
-    res = lagrangian_bound(data, lower=max(cand_val, 0.0), iterations=iterations,
-                           time_limit=budget, repair_every=repair_every)
+    res = lagrangian_bound(data, lower=lower, iterations=iterations, time_limit=budget,
+                           repair_every=repair_every, stop_at=cand_val)
     if res.decision is not None and res.value > cand_val:
         cand, cand_val, source = res.decision, res.value, "Lagrangian repair"
     scale, exact_scale = quality_scale(data)

@@ -277,6 +277,24 @@ def test_lagrange_without_time_limit_is_reproducible():
     assert runs[0].objective == runs[1].objective and runs[0].bound == runs[1].bound
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_lagrange_starts_from_the_edf_beam_schedule(seed):
+    from dlsched.formulations.inference_edf import edf_beam_schedule, solve_edf
+
+    rng = np.random.default_rng(500 + seed)
+    inst = tiny_instance(random_window(rng, 10), gpus=("p2", "p2"))
+    beam, value = edf_beam_schedule(inst, beam=2)
+    assert validate(inst, beam).ok
+    assert value == pytest.approx(get_problem("inference").evaluate(inst, beam))
+    assert value <= solve_edf(inst)[1] + 1e-9  # a schedule of the class, so <= its optimum
+    res = solve(inst, "lagrange", time_limit=None, iterations=1, hint=None, improve=False,
+                edf_beam=2)
+    assert validate(inst, res.decision).ok
+    assert res.objective >= value - 1e-9 and res.objective <= res.bound + 1e-6
+    bad = solve(inst, "lagrange", time_limit=10, edf_beam=-1)
+    assert bad.status.value == "invalid_input" and "edf_beam" in bad.message
+
+
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
 def test_exact_with_lagrangian_cut_matches_brute_force(seed, gpus):
