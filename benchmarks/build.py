@@ -5,9 +5,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dlsched.errors import InputError
+from dlsched.registry import methods_for
+
 from .library import Manifest, load_manifest, write_suite_files
 from .runner import BenchSettings, run_bench
-from .suites import load_spec
+from .suites import SPEC_FILE, load_spec
+
+
+def _check_runs(runs, problems: set[str], source: Path) -> None:
+    """Raise InputError for a best-known run that exists for none of ``problems`` (the
+    runs of a suite apply to every problem that has the method; a typo applies to none)."""
+    for i, (method, backend) in enumerate(runs):
+        if not any(method in methods_for(p) and (backend is None
+                                                 or backend in methods_for(p)[method].backends)
+                   for p in problems):
+            token = method if backend is None else f"{method}:{backend}"
+            raise InputError(f"run {token!r} exists for none of the suite's problems "
+                             f"{sorted(problems)}", field=f"best_known.runs[{i}]",
+                             fix="name a method (and backend) of `dlsched methods`",
+                             source=str(source))
 
 
 def build_suite(suite: str | Path, *, library: str | Path | None = None, jobs: int = 1,
@@ -22,6 +39,8 @@ def build_suite(suite: str | Path, *, library: str | Path | None = None, jobs: i
     """
     spec = load_spec(suite, library)
     manifest = write_suite_files(spec)
+    _check_runs(spec.best_known.runs, {r["problem"] for r in manifest.entries.values()},
+                spec.directory / SPEC_FILE)
     if recompute:
         for record in manifest.entries.values():
             record["best"] = None

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import time
 from pathlib import Path
 
-from dlsched.cli_support import EXIT_FAILED, EXIT_OK
+from dlsched.cli_support import EXIT_FAILED, EXIT_OK, MAX_SEED, positive_seconds, seed_value
 from dlsched.errors import InputError
+from dlsched.files import check_output
+
+REPORT_COLUMNS = ("suite", "problem", "instance", "method", "backend", "status", "objective",
+                  "sense", "wall_time", "time_limit")
+"""Columns a results table must have for ``dlsched report``."""
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -26,10 +32,14 @@ def _seeds(text: str | None) -> list[int] | None:
     if text is None:
         return None
     try:
-        return [int(s) for s in text.split(",") if s.strip()]
+        seeds = [int(s) for s in text.split(",") if s.strip()]
     except ValueError:
         raise InputError(f"seeds {text!r}", field="--seeds",
                          fix="write comma-separated integers, e.g. 0,1,2") from None
+    if not seeds or not all(0 <= s <= MAX_SEED for s in seeds):
+        raise InputError(f"seeds {text[:40]!r}", field="--seeds",
+                         fix=f"write comma-separated integers from 0 to {MAX_SEED}, e.g. 0,1,2")
+    return seeds
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -44,6 +54,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     time_limit = args.time_limit or (spec.bench_time_limit if spec else 10.0)
     seeds = _seeds(args.seeds) or list(spec.bench_seeds if spec else (0,))
     output = Path(args.output or f"bench-results/{manifest.suite}.csv")
+    if output.is_dir():
+        check_output(output, "--output")
+    if args.report:
+        check_output(args.report, "--report", directory=True)
     settings = BenchSettings(methods=_split(args.methods), time_limit=time_limit, seeds=seeds,
                              jobs=args.jobs, executor=args.executor,
                              progress=not args.no_progress, kill_after=args.kill_after)
@@ -79,10 +93,20 @@ def _cmd_report(args: argparse.Namespace) -> int:
         raise InputError("no such results table", field="--input",
                          fix="pass the CSV or Parquet file written by dlsched bench",
                          source=str(path))
-    table = read_table(path)
+    if not (math.isfinite(args.tol) and args.tol >= 0):
+        raise InputError(f"--tol {args.tol}", field="--tol", fix="use a finite number >= 0")
+    try:
+        table = read_table(path)
+    except InputError as exc:
+        raise InputError(exc.message, field="--input", fix=exc.fix, source=str(path)) from None
+    missing = [c for c in REPORT_COLUMNS if c not in table.columns]
+    if missing:
+        raise InputError(f"no column {missing[0]!r}", field="--input", source=str(path),
+                         fix="pass the CSV or Parquet file written by dlsched bench")
     if args.suite:
         table = table[table["suite"] == args.suite]
-    out = Path(args.output_dir or f"{path.with_suffix('')}-report")
+    out = check_output(args.output_dir or f"{path.with_suffix('')}-report", "--output-dir",
+                       directory=True)
     write_report(table, out, tol=args.tol, plots=not args.no_plots)
     from .report import console_table
 
@@ -99,6 +123,9 @@ def _cmd_compete(args: argparse.Namespace) -> int:
     directory = suite_dir(args.suite, args.library)
     manifest = load_manifest(directory)
     names = args.name or []
+    if len(names) > len(args.solver):
+        raise InputError(f"{len(names)} --name for {len(args.solver)} --solver", field="--name",
+                         fix="give at most one --name per --solver, in the same order")
     entrants = [parse_entrant(s, names[i] if i < len(names) else None)
                 for i, s in enumerate(args.solver)]
     if len({e.name for e in entrants}) != len(entrants):
@@ -106,7 +133,8 @@ def _cmd_compete(args: argparse.Namespace) -> int:
                          fix="give each --solver its own --name")
     spec = load_spec(directory) if (directory / "suite.json").is_file() else None
     limit = args.time_limit or (spec.bench_time_limit if spec else 10.0)
-    output = Path(args.output or f"compete-results/{manifest.suite}")
+    output = check_output(args.output or f"compete-results/{manifest.suite}", "--output",
+                          directory=True)
     board, notes = compete(manifest, entrants, output, time_limit=limit, grace=args.grace,
                            seed=args.seed, update_best=args.update_best,
                            progress=not args.no_progress,
@@ -124,6 +152,8 @@ def _cmd_compete(args: argparse.Namespace) -> int:
 def _cmd_library_build(args: argparse.Namespace) -> int:
     from .build import build_suite
 
+    if args.jobs < 1:
+        raise InputError(f"jobs = {args.jobs}", field="--jobs", fix="use 1 or more")
     start = time.perf_counter()
     manifest = build_suite(args.suite, library=args.library, jobs=args.jobs,
                            time_limit=args.time_limit, recompute=args.recompute,
@@ -169,7 +199,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     if args.paper not in EXPERIMENTS:
         raise InputError(f"no reproduction of {args.paper!r} yet", field="PAPER",
                          fix=f"use one of: {', '.join(EXPERIMENTS)}")
-    seeds = args.seeds or (2 if args.quick else 3)
+    seeds = (2 if args.quick else 3) if args.seeds is None else args.seeds
     if seeds < 1:
         raise InputError(f"--seeds {seeds}", field="--seeds", fix="use 1 or more")
     rows, cpu = timed(args.paper, seeds, args.quick)
@@ -195,14 +225,15 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     suite_options(bench)
     bench.add_argument("--methods", action="append", metavar="M[,M:BACKEND...]",
                        help="methods to run (default: all registered for each problem)")
-    bench.add_argument("--time-limit", type=float, help="seconds per run (suite default)")
+    bench.add_argument("--time-limit", type=positive_seconds,
+                       help="seconds per run (suite default)")
     bench.add_argument("--seeds", help="comma-separated seeds (suite default, usually 0)")
     bench.add_argument("--jobs", type=int, default=2, help="parallel runs (2)")
     bench.add_argument("--executor", default="process",
                        help="process (default), dask (local cluster) or dask://HOST:PORT")
     bench.add_argument("--output", help="results table, .csv or .parquet "
                        "(default bench-results/SUITE.csv); existing runs are skipped")
-    bench.add_argument("--kill-after", type=float,
+    bench.add_argument("--kill-after", type=positive_seconds,
                        help="hard wall-clock limit per run (2 × time limit + 60)")
     bench.add_argument("--update-best", action="store_true",
                        help="store validated improvements as the suite's best known values")
@@ -229,10 +260,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                      help='"COMMAND {instance} {solution} [{time_limit}] [{seed}]" or '
                      "module:function (repeatable)")
     com.add_argument("--name", action="append", help="entrant name per --solver")
-    com.add_argument("--time-limit", type=float, help="seconds per instance (suite default)")
+    com.add_argument("--time-limit", type=positive_seconds,
+                     help="seconds per instance (suite default)")
     com.add_argument("--grace", type=float, default=2.0,
                      help="seconds between SIGTERM and SIGKILL (2)")
-    com.add_argument("--seed", type=int, default=0, help="value of {seed} (0)")
+    com.add_argument("--seed", type=seed_value, default=0, help="value of {seed} (0)")
     com.add_argument("--memory-limit", type=int, default=4096, metavar="MIB",
                      help="address-space limit of each solver process, MiB (4096)")
     com.add_argument("--max-solution-mb", type=int, default=16, metavar="MIB",
@@ -265,7 +297,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     build = lib_sub.add_parser("build", help="(re)build a suite from its suite.json")
     suite_options(build)
     build.add_argument("--jobs", type=int, default=2, help="parallel best-known runs (2)")
-    build.add_argument("--time-limit", type=float, help="seconds per best-known run "
+    build.add_argument("--time-limit", type=positive_seconds, help="seconds per best-known run "
                        "(the spec's)")
     build.add_argument("--recompute", action="store_true",
                        help="recompute best known values even for unchanged instances")

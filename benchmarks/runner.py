@@ -508,7 +508,12 @@ def _dask_outcomes(tasks: list[Task], settings: BenchSettings, bar):
     elif executor.startswith("dask://"):
         cluster = None
         address = executor.removeprefix("dask://")
-        client = Client(address if "://" in address else "tcp://" + address)
+        try:
+            client = Client(address if "://" in address else "tcp://" + address)
+        except OSError as exc:  # no scheduler there (dask raises OSError on a timeout)
+            raise InputError(f"cannot reach the dask scheduler: {exc}"[:200],
+                             field="--executor", fix="start the scheduler, or check HOST:PORT"
+                             ) from None
     else:
         raise InputError(f"executor {executor!r}", field="--executor",
                          fix="use process, dask, or dask://HOST:PORT")

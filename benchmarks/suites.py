@@ -21,6 +21,7 @@ finds the best known solutions: ``{"runs": [{"method": "exact", "backend": "cbc"
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +115,9 @@ def _parse_spec(doc: Any, directory: Path) -> SuiteSpec:
     if not isinstance(doc, dict) or not isinstance(doc.get("instances"), list):
         raise InputError("a suite spec is an object with an 'instances' list",
                          field="instances", fix="list the suite's entries under 'instances'")
+    if not doc["instances"]:
+        raise InputError("no instances", field="instances",
+                         fix="list at least one entry under 'instances'")
     entries = []
     names: set[str] = set()
     for i, raw in enumerate(doc["instances"]):
@@ -125,8 +129,27 @@ def _parse_spec(doc: Any, directory: Path) -> SuiteSpec:
             names.add(stem)
         entries.append(entry)
     best = doc.get("best_known", {})
-    runs = tuple((r["method"], r.get("backend")) for r in best.get("runs", [{"method": "exact"}]))
     bench = doc.get("bench", {})
+    for key, block in (("best_known", best), ("bench", bench)):
+        if not isinstance(block, dict):
+            raise InputError(f"{key} must be an object", field=key,
+                             fix="see docs/benchmarks.md for the suite.json format")
+        limit = block.get("time_limit", 1.0)
+        if isinstance(limit, bool) or not isinstance(limit, int | float) or not limit > 0:
+            raise InputError(f"time_limit = {limit!r}"[:80], field=f"{key}.time_limit",
+                             fix="give a finite number of seconds > 0")
+    raw_runs = best.get("runs", [{"method": "exact"}])
+    if not isinstance(raw_runs, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("method"), str)
+            and isinstance(r.get("backend"), str | None) for r in raw_runs):
+        raise InputError("runs must be a list of {\"method\": NAME, \"backend\": NAME}",
+                         field="best_known.runs", fix="name a registered method per run")
+    runs = tuple((r["method"], r.get("backend")) for r in raw_runs)
+    seeds = bench.get("seeds", [0])
+    if not isinstance(seeds, list) or not seeds or not all(
+            isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**31 for s in seeds):
+        raise InputError(f"seeds = {seeds!r}"[:80], field="bench.seeds",
+                         fix="give a non-empty list of integers from 0 to 2**31 - 1")
     return SuiteSpec(
         name=str(doc.get("name", directory.name)),
         directory=directory,
@@ -142,14 +165,19 @@ def _parse_entry(raw: Any, where: str) -> Entry:
     if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
         raise InputError("an entry is an object with a 'name'", field=where,
                          fix="write {\"name\": ..., \"generator\": ..., \"seeds\": [...]}")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}", raw["name"]):
+        raise InputError(f"name {raw['name'][:40]!r}", field=f"{where}.name",
+                         fix="use letters, digits, '.', '_' and '-' (no '/', not starting "
+                         "with '.'): the name becomes a file name")
     kinds = [k for k in ("generator", "builder", "file") if k in raw]
     if len(kinds) != 1:
         raise InputError(f"entry {raw['name']!r} names {kinds or 'no source'}", field=where,
                          fix="give exactly one of 'generator', 'builder', 'file'")
     seeds = raw.get("seeds", [0])
-    if not isinstance(seeds, list) or not all(isinstance(s, int) for s in seeds) or not seeds:
-        raise InputError(f"seeds = {seeds!r}", field=f"{where}.seeds",
-                         fix="give a non-empty list of integers")
+    if not isinstance(seeds, list) or not seeds or not all(
+            isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**31 for s in seeds):
+        raise InputError(f"seeds = {seeds!r}"[:80], field=f"{where}.seeds",
+                         fix="give a non-empty list of integers from 0 to 2**31 - 1")
     arguments = raw.get("arguments", {})
     if not isinstance(arguments, dict):
         raise InputError("arguments must be an object", field=f"{where}.arguments",
@@ -174,7 +202,22 @@ def _callable(entry: Entry) -> Callable[..., Instance]:
 
 
 def expand(spec: SuiteSpec) -> Iterator[tuple[str, Entry, int | None, Instance]]:
-    """Make every instance of the suite: ``(file stem, entry, seed, instance)``, in order."""
+    """Make every instance of the suite: ``(file stem, entry, seed, instance)``, in order.
+
+    Raises
+    ------
+    InputError
+        An entry cannot be built; named by the suite's ``suite.json`` when no other file is.
+    """
+    try:
+        yield from _expand(spec)
+    except InputError as exc:
+        if exc.source:
+            raise
+        raise exc.with_source(str(spec.directory / SPEC_FILE)) from None
+
+
+def _expand(spec: SuiteSpec) -> Iterator[tuple[str, Entry, int | None, Instance]]:
     for entry in spec.entries:
         if entry.file is not None:
             path = Path(entry.file)

@@ -267,20 +267,33 @@ def horus_data(instance: Instance, *, reduce: bool = True, symmetry: bool = True
     colocation = costs.params.cost_model == "colocation"
     util_hi = costs.base_util.copy()
     if colocation:
-        _require_whole_percents(costs)
+        _require_whole_percents(instance, costs)
         util_hi = _reachable_util(instance, costs, pairs, free_mem)
     twins = _twins(instance, pairs, free_mem) if symmetry else []
     return HorusData(instance, costs, pairs, free_mem, free_cpu, free_ram, colocation,
                      util_hi, cert, twins)
 
 
-def _require_whole_percents(costs: HorusCosts) -> None:
-    values = np.concatenate([costs.base_util, costs.job_util])
-    if not np.allclose(values, np.round(values)):
-        raise InputError(
-            "the exact colocation model needs whole-percent GPU utilizations",
-            field="jobs[].gpu_util",
-            fix="round utilizations to integers (the generator does) or use cost_model paper")
+def _require_whole_percents(instance: Instance, costs: HorusCosts) -> None:
+    """Raise InputError naming the first pending job, or running job on a GPU, whose GPU
+    utilization (summed per GPU for running jobs) is not a whole percent."""
+    def fractional(values: np.ndarray) -> np.ndarray:
+        return np.flatnonzero(~np.isclose(values, np.round(values)))
+
+    bad_jobs, bad_gpus = fractional(costs.job_util), fractional(costs.base_util)
+    if not bad_jobs.size and not bad_gpus.size:
+        return
+    if bad_jobs.size:
+        field = f"jobs[{bad_jobs[0]}].gpu_util"
+    else:
+        gpu = instance.cluster.gpu_ids[bad_gpus[0]]
+        on_gpu = [i for i, r in enumerate(instance.running) if gpu in r.gpus]
+        whole = [i for i in on_gpu if float(instance.running[i].gpu_util).is_integer()]
+        culprit = next((i for i in on_gpu if i not in whole), on_gpu[0] if on_gpu else None)
+        field = "running" if culprit is None else f"running[{culprit}].gpu_util"
+    raise InputError(
+        "the exact colocation model needs whole-percent GPU utilizations", field=field,
+        fix="round utilizations to integers (the generator does) or use cost_model paper")
 
 
 def _reachable_util(instance, costs, pairs, free_mem) -> np.ndarray:

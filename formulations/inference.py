@@ -58,7 +58,7 @@ from dlsched.problems.inference import (
     inference_data,
     query_qualities,
 )
-from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.registry import MethodSpec, check_option_values, check_options, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 
@@ -318,6 +318,7 @@ def run_exact(instance: Instance, *, backend: str | None = "cpsat",
     schedule is the warm start when better than the policy's.
     """
     check_options(options, ("max_batches", "hint", "workers", "lagrange"))
+    check_option_values(options, {"workers": ("int", 0, 1024)})
     t0 = time.perf_counter()
     hint_name = options.get("hint", "heuristic")
     hint = None

@@ -23,10 +23,9 @@ import time
 
 import numpy as np
 
-from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.problems.inference import Batch, InferenceDecision, inference_data
-from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.registry import MethodSpec, check_option_values, check_options, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 
@@ -259,13 +258,8 @@ def run_edf(instance: Instance, *, backend=None, time_limit=None, seed: int = 0,
     pass did not finish (status ``no_solution``).
     """
     check_options(options, ("max_states",))
-    try:
-        max_states = int(options.get("max_states", 2_000_000))
-    except (TypeError, ValueError):
-        max_states = 0
-    if max_states < 1:
-        raise InputError(f"max_states = {options.get('max_states')!r}", field="max_states",
-                         fix="give a whole number of DP states >= 1")
+    check_option_values(options, {"max_states": ("int", 1, None)})
+    max_states = int(options.get("max_states", 2_000_000))
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + float(time_limit)
     decision, value, stats = solve_edf(instance, max_states=max_states, deadline=deadline)

@@ -44,7 +44,7 @@ from dlsched.problems.inference import (
     query_qualities,
     utility,
 )
-from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.registry import MethodSpec, check_option_values, check_options, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 
@@ -309,6 +309,10 @@ def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None =
     """
     check_options(options, ("iterations", "repair_every", "hint", "improve", "bound_share",
                             "edf_beam"))
+    check_option_values(options, {"iterations": ("int", 1, None),
+                                  "repair_every": ("int", 1, None),
+                                  "bound_share": ("float", 0, 1), "edf_beam": ("int", 0, None),
+                                  "improve": ("bool", None, None)})
     data = inference_data(instance)
     t0 = time.perf_counter()
     if data.num_queries == 0:

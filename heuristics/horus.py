@@ -188,8 +188,10 @@ for _name, _fn, _kind, _allowed, _summary in (
     ("fifo", fifo, "baseline", ("backfill",), "exclusive idle GPUs in queue order"),
     ("obp", obp, "baseline", (), "opportunistic bin packing by free GPU memory"),
 ):
-    register_method(MethodSpec("horus", _name, _kind, heuristic_method(_fn, _allowed),
-                               summary=_summary))
+    register_method(MethodSpec("horus", _name, _kind, heuristic_method(
+        _fn, _allowed, {"queues": ("int", 1, 1000), "beta": ("int", 1, 1_000_000),
+                        "backfill": ("bool", None, None)}, ("queues", "beta")),
+        summary=_summary))
 
 
 # ---------------------------------------------------------------------- simulator fast form

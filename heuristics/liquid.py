@@ -40,7 +40,13 @@ import numpy as np
 from dlsched.instance import Instance
 from dlsched.method_support import heuristic_method
 from dlsched.problems.liquid import EPS, LiquidData, decision_from_assignment, liquid_data
-from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.registry import (
+    MethodSpec,
+    OptionRule,
+    check_option_values,
+    check_options,
+    register_method,
+)
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 
@@ -326,11 +332,20 @@ def _greedy_method(rule: str):
     return heuristic_method(run)
 
 
+GGA_RULES: dict[str, OptionRule] = {
+    "population": ("int", 2, 10_000), "tournament": ("int", 1, 10_000),
+    "crossover_rate": ("float", 0, 1), "mutation_rate": ("float", 0, 1),
+    "stall_generations": ("int", 1, 10_000_000), "max_generations": ("int", 0, 10_000_000),
+    "node_weight": ("float", 0, 1e6), "seed_bestfit": ("bool", None, None)}
+"""Values the grouping GA's options may take (also those of ``gga-ls``)."""
+
+
 def run_gga(instance: Instance, *, backend=None, time_limit: float | None = None,
             seed: int = 0, **options) -> MethodOutput:
     """The grouping GA; options are the fields of :class:`GgaSettings`."""
     allowed = tuple(GgaSettings.__dataclass_fields__)
     check_options(options, allowed)
+    check_option_values(options, GGA_RULES, ("population", "stall_generations", "node_weight"))
     settings = GgaSettings(**options)
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     data = liquid_data(instance)

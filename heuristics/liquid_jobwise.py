@@ -36,11 +36,11 @@ import numpy as np
 
 from dlsched.instance import Instance
 from dlsched.problems.liquid import EPS, LiquidData, decision_from_assignment, liquid_data
-from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.registry import MethodSpec, check_option_values, check_options, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 
-from .liquid import UNSET, NodeLoads
+from .liquid import GGA_RULES, UNSET, NodeLoads
 
 # ----------------------------------------------------------------------------- job plans
 
@@ -407,6 +407,7 @@ def run_gga_ls(instance: Instance, *, backend=None, time_limit: float | None = 1
                seed: int = 0, **options) -> MethodOutput:
     """The GA with job-preserving operators and local search; options: GgaLsSettings."""
     check_options(options, tuple(GgaLsSettings.__dataclass_fields__))
+    check_option_values(options, GGA_RULES)
     data = liquid_data(instance)
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     assign, info = GgaLs(data, GgaLsSettings(**options),

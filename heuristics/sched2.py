@@ -180,7 +180,9 @@ def _method(rule: str):
         extra = {"policy_state": delays} if rule == "dsif" else {}
         return MethodOutput(decision, Status.FEASIBLE, extra=extra)
 
-    return heuristic_method(run_rule, ("backfill", "window", "policy_state"))
+    return heuristic_method(run_rule, ("backfill", "window", "policy_state"),
+                            {"backfill": ("bool", None, None), "window": ("int", 1, None)},
+                            ("window",))
 
 
 for _rule in RULES:

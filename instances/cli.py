@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from dlsched.cli_support import EXIT_OK
+from dlsched.cli_support import EXIT_OK, seed_value
+from dlsched.files import check_output
 from dlsched.instance_io import save_instance
 
 from .trace_formats import GENERIC_KEYS, READERS
@@ -56,7 +57,7 @@ def add_commands(subparsers) -> None:
                    "convention: America/Los_Angeles for philly, else UTC)")
     p.add_argument("--target-load", type=float, default=0.8,
                    help="offered load the auto-sized cluster aims at (default 0.8)")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=seed_value, default=0,
                    help="seed of the filled fields: model, GPU utilization and memory "
                    "(default 0)")
     p.add_argument("--name", default=None,
@@ -67,6 +68,7 @@ def add_commands(subparsers) -> None:
 def _cmd_import_trace(args: argparse.Namespace) -> int:
     from .trace_import import import_trace
 
+    check_output(args.output, "--output")
     work, table, notes = import_trace(
         args.format, args.file, problem=args.problem, cluster=args.cluster, nodes=args.nodes,
         topology=args.topology, columns=args.columns, skip_bad=args.skip_bad_rows,

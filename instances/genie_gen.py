@@ -58,6 +58,10 @@ ITER_MIN, ITER_MAX = 500, 5000
 PRESETS: dict[str, dict[str, int]] = {"paper": {"iter_min": 5000, "iter_max": 50000}}
 
 
+MAX_TASKS = 1e6
+"""Most tasks a generated workload may expect (density × duration): bigger is a typo."""
+
+
 def generate_genie_workload(
     *,
     seed: int = 0,
@@ -100,6 +104,9 @@ def generate_genie_workload(
     iter_max = chosen.get("iter_max", ITER_MAX) if iter_max is None else iter_max
     if density <= 0 or duration <= 0:
         raise ValueError("density and duration must be > 0")
+    if density * duration > MAX_TASKS:
+        raise ValueError(f"density x duration = {density * duration:g} expected tasks; at most "
+                         f"{MAX_TASKS:g}")
     if not 0.0 <= p_train <= 1.0:
         raise ValueError("p_train must lie in [0, 1]")
     mix = np.asarray(qos_mix, dtype=float)

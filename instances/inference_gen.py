@@ -140,6 +140,12 @@ def paper_stream(*, seed: int, start_hour: float, hours: float, peak_qps: float,
     return arrival[order], request[order] + SOFT_MS, request[order] + HARD_MS
 
 
+MAX_HOURS = 24 * 366
+"""Longest stream generated (a year)."""
+MAX_QUERIES = 1e7
+"""Most queries a generated stream may expect at its peak rate: bigger is a typo."""
+
+
 def generate_inference(*, seed: int = 0, gpus: str = "p2:1", start_hour: float = 12.0,
                        hours: float = 0.5, peak_qps: float = PEAK_QPS, scale: float = 1.0,
                        burst_sigma: float = BURST_SIGMA, delay_cv: float = DELAY_CV) -> Instance:
@@ -148,6 +154,9 @@ def generate_inference(*, seed: int = 0, gpus: str = "p2:1", start_hour: float =
         raise ValueError("hours, peak_qps, scale must be > 0 and burst_sigma >= 0")
     if delay_cv < 0:
         raise ValueError("delay_cv must be >= 0")
+    if hours > MAX_HOURS or hours * 3600 * peak_qps * scale > MAX_QUERIES:
+        raise ValueError(f"at most {MAX_HOURS:g} hours and about {MAX_QUERIES:g} queries "
+                         "(hours x 3600 x peak_qps x scale)")
     types = parse_gpus(gpus)
     arrival, soft, hard = paper_stream(seed=seed, start_hour=start_hour, hours=hours,
                                        peak_qps=peak_qps, scale=scale, burst_sigma=burst_sigma)

@@ -65,6 +65,9 @@ def generate_liquid(
         raise ValueError("fill and busy must lie in [0, 1]")
     if max_workers < 1:
         raise ValueError("max_workers must be >= 1")
+    if (nodes_per_rack is not None and nodes_per_rack < 1) or (
+            racks_per_domain is not None and racks_per_domain < 1):
+        raise ValueError("nodes_per_rack and racks_per_domain must be >= 1")
     arguments = dict(nodes=nodes, gpus_per_node=gpus_per_node, nodes_per_rack=nodes_per_rack,
                      racks_per_domain=racks_per_domain, fill=fill, max_workers=max_workers,
                      busy=busy, lam=lam, distance=distance, objective=objective)

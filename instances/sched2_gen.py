@@ -53,6 +53,8 @@ def generate_sched2(
         raise ValueError("single_share must lie in [0, 1]")
     if jobs < 1 or interarrival <= 0:
         raise ValueError("jobs >= 1 and interarrival > 0 are required")
+    if median_duration <= 0 or not 0 <= sigma <= 10:
+        raise ValueError("median_duration > 0 and 0 <= sigma <= 10 are required")
     arguments = dict(jobs=jobs, servers=servers, gpus_per_server=gpus_per_server,
                      single_share=single_share, interarrival=interarrival,
                      median_duration=median_duration, sigma=sigma)

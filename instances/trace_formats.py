@@ -149,6 +149,11 @@ class _Collector:
 # --- value parsers -------------------------------------------------------------------------
 
 
+MAX_VALUE = float(2**53)
+"""Largest magnitude of a number in a trace (as in instance files: every integer up to it
+is exact as a float)."""
+
+
 def number(value: Any, column: str, *, minimum: float | None = None,
            integer: bool = False) -> float:
     """``value`` as a finite number.
@@ -182,6 +187,8 @@ def number(value: Any, column: str, *, minimum: float | None = None,
         raise BadRow(column, f"{text!r} is not a number") from None
     if not math.isfinite(x):
         raise BadRow(column, f"{text!r} is not finite")
+    if abs(x) > MAX_VALUE:
+        raise BadRow(column, f"{text[:30]!r} is larger in magnitude than 2**53")
     if integer and x != int(x):
         raise BadRow(column, f"{text!r} is not a whole number")
     if minimum is not None and x < minimum:
@@ -218,9 +225,13 @@ def timestamp(value: Any, column: str, tz: str) -> float:
     if text == "":
         raise BadRow(column, "empty time")
     try:
-        return float(text) if re.fullmatch(r"[-+]?\d+(\.\d*)?", text) else _datetime(text, tz)
+        seconds = (float(text) if re.fullmatch(r"[-+]?\d+(\.\d*)?", text)
+                   else _datetime(text, tz))
     except (ValueError, TypeError, OverflowError):
         raise BadRow(column, f"{text!r} is not seconds or a date-time") from None
+    if abs(seconds) > MAX_VALUE:
+        raise BadRow(column, f"{text[:30]!r} is larger in magnitude than 2**53 seconds")
+    return seconds
 
 
 def _datetime(text: str, tz: str) -> float:
@@ -239,6 +250,9 @@ def _csv_rows(path: Path, *, delimiter: str = ",", header: bool = True,
         handle = path.open(newline="", encoding="utf-8")
     except FileNotFoundError:
         raise InputError("no such file", fix="check the path", source=str(path)) from None
+    except OSError as exc:  # a directory, no permission, ...
+        raise InputError(f"cannot read: {exc.strerror or exc}", field="(file)",
+                         fix="pass a CSV file", source=str(path)) from None
     reader = csv.reader(handle, delimiter=delimiter)
     names: list[str] = []
     if header:
@@ -246,6 +260,10 @@ def _csv_rows(path: Path, *, delimiter: str = ",", header: bool = True,
             names = [n.strip() for n in next(reader)]
         except StopIteration:
             raise InputError("empty file", fix="pass a CSV file with a header row",
+                             source=str(path)) from None
+        except (csv.Error, UnicodeDecodeError) as exc:
+            handle.close()
+            raise InputError(f"line 1: {exc}", field="(header)", fix="pass a UTF-8 CSV file",
                              source=str(path)) from None
         missing = [c for c in required if c not in names]
         if missing:
@@ -616,6 +634,9 @@ def read_philly(path: Path, *, skip_bad: bool = False, tz: str = "America/Los_An
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError("no such file", fix="check the path", source=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {exc}"[:200], field="(file)",
+                         fix="pass a UTF-8 JSON file", source=str(path)) from None
     out = _Collector(path, skip_bad)
     counts: Counter = Counter()
     extra: set[str] = set()

@@ -38,6 +38,10 @@ from .trace_formats import TraceTable, read_raw_trace
 from .traces import GPU_MEM_GB, GPU_TYPE, GPUS_PER_SERVER, workload_from_frame
 
 PROBLEMS = ("sched2", "horus")
+MIN_TARGET_LOAD = 0.01
+"""Lowest --target-load (lower sizes the cluster over 100 times the offered load)."""
+MAX_GPUS = 1_000_000
+"""Most GPUs of a cluster given as --cluster SERVERSxGPUS."""
 
 
 def import_trace(fmt: str, path: str | Path, *, problem: str = "sched2",
@@ -85,9 +89,9 @@ def import_trace(fmt: str, path: str | Path, *, problem: str = "sched2",
         raise InputError(f"problem {problem!r} cannot be built from a job trace",
                          field="--problem", fix="use sched2 or horus (traces have no Liquid "
                          "containers or GENIE deadlines)")
-    if not 0 < target_load <= 1:
+    if not MIN_TARGET_LOAD <= target_load <= 1:
         raise InputError(f"target load {target_load:g}", field="--target-load",
-                         fix="pass a share in (0, 1]")
+                         fix=f"pass a share in [{MIN_TARGET_LOAD:g}, 1]")
     given = [x for x in (cluster != "auto", nodes is not None, topology is not None) if x]
     if len(given) > 1:
         raise InputError("more than one cluster given", field="--cluster",
@@ -170,6 +174,9 @@ def _spec_cluster(spec: str, auto: Cluster) -> Cluster:
     if not match or int(match.group(1)) < 1 or int(match.group(2)) < 1:
         raise InputError(f"cluster {spec!r}", field="--cluster",
                          fix="write auto or SERVERSxGPUS, e.g. 16x8")
+    if int(match.group(1)) * int(match.group(2)) > MAX_GPUS:
+        raise InputError(f"cluster {spec[:40]!r} has more than {MAX_GPUS} GPUs",
+                         field="--cluster", fix="give a smaller cluster or use --cluster auto")
     first = auto.nodes[0]
     return homogeneous_cluster(int(match.group(1)), int(match.group(2)), gpu_type=GPU_TYPE,
                                gpu_mem_gb=GPU_MEM_GB, cpu=first.cpu, ram_gb=first.ram_gb)
@@ -207,10 +214,22 @@ def node_list_cluster(path: str | Path) -> Cluster:
         df = pd.read_csv(path, dtype={"sn": str, "model": str})
     except FileNotFoundError:
         raise InputError("no such file", fix="check the path", source=str(path)) from None
+    except (OSError, ValueError) as exc:  # a directory, not UTF-8, not CSV
+        raise InputError(f"cannot read: {' '.join(str(exc).split())[:160]}", field="(file)",
+                         fix="pass an openb_node_list CSV", source=str(path)) from None
     need = {"sn", "cpu_milli", "memory_mib", "gpu"}
     if not need <= set(df.columns):
         raise InputError(f"no column {sorted(need - set(df.columns))[0]!r}", field="(header)",
                          fix="pass an openb_node_list CSV", source=str(path))
+    for column in ("cpu_milli", "memory_mib", "gpu"):
+        values = pd.to_numeric(df[column], errors="coerce")
+        bad = ~(values.between(0, 2**31) & (column != "gpu" or values.between(0, 1024)))
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            raise InputError(f"line {row + 2}: {str(df[column].iloc[row])[:30]!r} is not a "
+                             "count in range", field=column, source=str(path),
+                             fix="pass an openb_node_list CSV (non-negative numbers)")
+        df[column] = values
     specs = []
     for row in df[df["gpu"] > 0].itertuples(index=False):
         gpus = tuple(GpuSpec(id=f"{row.sn}/g{k}", type=GPU_TYPE, mem_gb=GPU_MEM_GB)

@@ -8,6 +8,7 @@ input (one line naming the file, the field and the fix; no traceback); 3 interna
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -15,9 +16,18 @@ from pathlib import Path
 
 from . import versions
 from .benchmarks import cli as benchmarks_cli
-from .cli_support import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, Parser, parse_option_pairs
+from .cli_support import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_OK,
+    Parser,
+    parse_option_pairs,
+    positive_seconds,
+    seed_value,
+)
 from .decision import load_solution, save_solution
 from .errors import InputError
+from .files import check_output
 from .instance_io import load_instance, save_instance
 from .instances import cli as instances_cli
 from .problems import get_problem
@@ -34,7 +44,13 @@ EXIT_INTERNAL = 3
 def _cmd_generate(args: argparse.Namespace) -> int:
     spec = generators()[args.problem]
     kwargs = {k: v for k, v in vars(args).items()
-              if k not in ("command", "problem", "output", "func")}
+              if k not in ("command", "problem", "output", "func", "option_names")}
+    check_output(args.output, "--output")
+    for key, value in kwargs.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"{value} is not a finite number",
+                             field=args.option_names.get(key, key),
+                             fix="use a finite number (see --help)")
     try:
         instance = spec.build(**kwargs)
     except ValueError as exc:
@@ -48,6 +64,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 def _cmd_solve(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
+    if args.output:
+        check_output(args.output, "--output")
     result = solve(instance, args.method, backend=args.backend, time_limit=args.time_limit,
                    seed=args.seed, **parse_option_pairs(args.option))
     print(result.summary())
@@ -90,7 +108,16 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if spec.export is None:
         raise InputError(f"method {args.method!r} has no model to export", field="--method",
                          fix="export an exact method")
-    spec.export(instance, Path(args.output), args.format)
+    check_output(args.output, "--output")
+    try:
+        spec.export(instance, Path(args.output), args.format)
+    except InputError as exc:  # a model's own needs of the instance: name the file
+        if exc.source or exc.field.startswith("-"):
+            raise
+        raise exc.with_source(str(args.instance)) from None
+    except OSError as exc:  # e.g. the disk is full
+        raise InputError(f"cannot write: {exc.strerror or exc}", field="--output",
+                         fix="write to a writable place", source=str(args.output)) from None
     print(f"wrote {args.output}")
     return EXIT_OK
 
@@ -107,8 +134,11 @@ def _cmd_methods(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     """Generate a Horus snapshot, solve it exactly and greedily, print both and the gap."""
-    instance = generators()["horus"].build(seed=args.seed, nodes=args.nodes, beta=15,
-                                          busy=args.busy)
+    try:
+        instance = generators()["horus"].build(seed=args.seed, nodes=args.nodes, beta=15,
+                                              busy=args.busy)
+    except ValueError as exc:
+        raise InputError(str(exc), field="--nodes/--busy", fix="see dlsched demo --help") from None
     print(f"instance {instance.name}: {instance.cluster.num_gpus} GPUs "
           f"({int(instance.gpu_busy.sum())} busy), {len(instance.jobs)} pending jobs\n")
     exact = solve(instance, "exact", backend=args.backend, time_limit=args.time_limit)
@@ -133,17 +163,18 @@ def build_parser() -> argparse.ArgumentParser:
     for name, spec in generators().items():
         p = gen_sub.add_parser(name, help=spec.summary, description=spec.summary)
         spec.add_arguments(p)
-        p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+        p.add_argument("--seed", type=seed_value, default=0, help="random seed (default 0)")
         p.add_argument("-o", "--output", required=True, help="instance file to write")
-        p.set_defaults(func=_cmd_generate)
+        p.set_defaults(func=_cmd_generate, option_names={
+            a.dest: max(a.option_strings, key=len) for a in p._actions if a.option_strings})
 
     sol = sub.add_parser("solve", help="solve an instance with a method")
     sol.add_argument("instance", help="instance file (JSON)")
     sol.add_argument("--method", default="exact", help="see `dlsched methods` (exact)")
     sol.add_argument("--backend", choices=["cbc", "highs", "scip", "cpsat"],
                      help="solver for exact methods (default: the method's own)")
-    sol.add_argument("--time-limit", type=float, default=60.0, help="seconds (60)")
-    sol.add_argument("--seed", type=int, default=0, help="seed (0)")
+    sol.add_argument("--time-limit", type=positive_seconds, default=60.0, help="seconds (60)")
+    sol.add_argument("--seed", type=seed_value, default=0, help="seed (0)")
     sol.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                      help="method-specific option (repeatable)")
     sol.add_argument("-o", "--output", help="solution file to write")
@@ -169,9 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--busy", type=float, default=0.95, help="busy GPU share (0.95)")
     demo.add_argument("--backend", choices=["cbc", "highs", "scip", "cpsat"], default="cbc",
                       help="solver of the exact model")
-    demo.add_argument("--time-limit", type=float, default=60.0,
+    demo.add_argument("--time-limit", type=positive_seconds, default=60.0,
                       help="seconds for the exact model")
-    demo.add_argument("--seed", type=int, default=1, help="seed of the snapshot")
+    demo.add_argument("--seed", type=seed_value, default=1, help="seed of the snapshot")
     demo.set_defaults(func=_cmd_demo)
 
     met = sub.add_parser("methods", help="list problems, methods and backends")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
-import sys
 from collections.abc import Sequence
 
 from .errors import InputError
@@ -79,8 +79,46 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+        text = " ".join(message.split())  # one line: no usage block, the fix is --help
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
+
+
+def positive_seconds(text: str) -> float:
+    """argparse ``type=`` of a time option: a finite number of seconds > 0.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        ``text`` is not a number, or is NaN, infinite, zero or negative.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: use a finite number of seconds > 0")
+    return value
+
+
+MAX_SEED = 2**31 - 1
+"""Largest seed (every backend's seed parameter is a 32-bit integer)."""
+
+
+def seed_value(text: str) -> int:
+    """argparse ``type=`` of a ``--seed`` option: an integer from 0 to :data:`MAX_SEED`.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        ``text`` is not an integer in that range.
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{value}: use a seed from 0 to {MAX_SEED}")
+    return value
 
 
 def print_summary(summary: dict[str, float], out_dir: object) -> None:
@@ -101,10 +139,24 @@ def parse_option_pairs(pairs: Sequence[str]) -> dict[str, object]:
                              fix="write --option name=value")
         key, value = pair.split("=", 1)
         try:
-            out[key] = json.loads(value)
+            out[key] = json.loads(value, parse_constant=_no_constant, parse_float=_finite)
         except json.JSONDecodeError:
             out[key] = value
+        except ValueError:  # NaN, Infinity, or a number too large for a float (1e400)
+            raise InputError(f"option {key}={value[:40]} holds a number that is not finite",
+                             field=f"--option {key}", fix="use finite numbers") from None
     return out
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(name)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
 
 
 def parse_backends(text: str) -> tuple[str, ...]:

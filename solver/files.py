@@ -13,6 +13,8 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
+import stat
 import zlib
 from pathlib import Path
 from typing import Any
@@ -80,7 +82,13 @@ def read_json(path: str | Path) -> Any:
 
 def _read_text(p: Path) -> str:
     try:
-        size = p.stat().st_size
+        info = p.stat()
+        if stat.S_ISDIR(info.st_mode) or not (stat.S_ISREG(info.st_mode)
+                                              or stat.S_ISFIFO(info.st_mode)):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a device or socket"
+            raise InputError(f"{kind}, not a file", field="(file)",
+                             fix="pass a JSON file", source=str(p))
+        size = info.st_size
         if size > MAX_BYTES:
             raise InputError(
                 f"{size} bytes, more than the {MAX_BYTES} bytes dlsched reads", field="(file)",
@@ -97,8 +105,16 @@ def _read_text(p: Path) -> str:
                     source=str(p),
                 )
         else:
-            data = p.read_bytes()
+            with p.open("rb") as fh:  # bounded: a FIFO's size is unknown beforehand
+                data = fh.read(MAX_BYTES + 1)
+            if len(data) > MAX_BYTES:
+                raise InputError(
+                    f"more than the {MAX_BYTES} bytes dlsched reads", field="(file)",
+                    fix="split the file, or check what was written to it", source=str(p),
+                )
         return data.decode("utf-8")
+    except InputError:
+        raise
     except FileNotFoundError:
         raise InputError("no such file", fix="check the path", source=str(p)) from None
     except (OSError, EOFError, zlib.error, UnicodeDecodeError, ValueError) as exc:
@@ -208,11 +224,69 @@ def write_table(frame: Any, directory: Path, stem: str, fmt: str) -> Path:
     return path
 
 
+def check_output(path: str | Path, option: str, *, directory: bool = False) -> Path:
+    """Check, before any work, that an output named on the command line can be written.
+
+    Parameters
+    ----------
+    path
+        The file (or, with ``directory``, the directory) to write.
+    option
+        The command-line option that named it, e.g. ``-o``; the error's field.
+    directory
+        ``path`` is a directory that exists or that the writer will create (with its
+        parents); nothing is created here.
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    InputError
+        ``path`` is an existing directory (a file was asked for) or file (a directory was
+        asked for), its directory does not exist, or it is not writable.
+    """
+    p = Path(path)
+    if directory:
+        if p.exists() and not p.is_dir():
+            raise InputError("exists and is not a directory", field=option,
+                             fix="name a directory", source=str(p))
+        target = next(a for a in (p, *p.absolute().parents) if a.exists())
+        if not target.is_dir():
+            raise InputError(f"{str(target)!r} is a file, not a directory", field=option,
+                             fix="name a directory that can be created", source=str(p))
+    else:
+        if p.is_dir():
+            raise InputError("is a directory", field=option, fix="name a file to write",
+                             source=str(p))
+        if not p.parent.is_dir():
+            raise InputError(f"directory {str(p.parent)!r} does not exist", field=option,
+                             fix="create it first, or write elsewhere", source=str(p))
+        target = p if p.exists() else p.parent
+    if not os.access(target, os.W_OK):
+        raise InputError("not writable", field=option, fix="write somewhere you may write",
+                         source=str(p))
+    return p
+
+
 def write_json(doc: Any, path: str | Path) -> None:
-    """Write ``doc`` as indented JSON; gzip-compressed when the name ends in ``.gz``."""
+    """Write ``doc`` as indented JSON; gzip-compressed when the name ends in ``.gz``.
+
+    Raises
+    ------
+    InputError
+        The file cannot be written (no such directory, a directory, disk full, ...).
+    """
     p = Path(path)
     text = pretty_json(doc)
-    if p.name.endswith(".gz"):
-        p.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
-    else:
-        p.write_text(text, encoding="utf-8", newline="\n")
+    try:
+        if p.name.endswith(".gz"):
+            p.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
+        else:
+            p.write_text(text, encoding="utf-8", newline="\n")
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", field="(output)",
+                         fix="write to a file in an existing, writable directory",
+                         source=str(p)) from None

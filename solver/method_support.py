@@ -6,12 +6,12 @@ Each was once written separately in several method modules; they live here once.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .decision import Decision, Placement
 from .instance import Instance
-from .registry import check_options
+from .registry import OptionRule, check_option_values, check_options
 from .result import Status
 from .solve import MethodOutput
 
@@ -57,7 +57,8 @@ def decision_from_indices(
 
 
 def heuristic_method(
-    fn: Callable[..., Decision | MethodOutput], allowed: Iterable[str] = ()
+    fn: Callable[..., Decision | MethodOutput], allowed: Iterable[str] = (),
+    rules: Mapping[str, OptionRule] | None = None, nullable: Iterable[str] = (),
 ) -> Callable[..., MethodOutput]:
     """Wrap ``fn(instance, **options)`` as a registered method's ``run``.
 
@@ -69,6 +70,8 @@ def heuristic_method(
     allowed
         The options ``fn`` accepts; any other option is an ``InputError``. When ``fn``
         has a parameter named ``seed``, it also receives ``seed=`` (the solve's seed).
+    rules, nullable
+        Checks of the options' values (:func:`~dlsched.registry.check_option_values`).
 
     Returns
     -------
@@ -77,10 +80,12 @@ def heuristic_method(
     """
     allowed = tuple(a for a in allowed if a != "seed")  # the seed is solve's, not an option
     takes_seed = "seed" in inspect.signature(fn).parameters
+    rules, nullable = dict(rules or {}), tuple(nullable)
 
     def run(instance: Instance, *, backend: str | None = None, time_limit: float | None = None,
             seed: int = 0, **options: Any) -> MethodOutput:
         check_options(options, allowed)
+        check_option_values(options, rules, nullable)
         if takes_seed:
             options["seed"] = seed
         out = fn(instance, **options)

@@ -9,6 +9,7 @@ packages register through the entry-point group ``dlsched.methods`` (see
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -71,6 +72,45 @@ def check_options(options: Mapping[str, Any], allowed: Iterable[str] = ()) -> No
     if unknown:
         raise InputError(f"unknown options {unknown}", field="options",
                          fix=f"this method takes {', '.join(allowed) or 'no options'}")
+
+
+OptionRule = tuple[str, float | None, float | None]
+"""How an option's value is checked: (kind, lowest, highest); kind is ``"int"``,
+``"float"`` or ``"bool"``, bounds inclusive, ``None`` for no bound."""
+
+
+def check_option_values(options: Mapping[str, Any], rules: Mapping[str, OptionRule],
+                        nullable: Iterable[str] = ()) -> None:
+    """Raise InputError naming the first option whose value breaks its rule.
+
+    Parameters
+    ----------
+    options
+        The method's options (names are checked by :func:`check_options`).
+    rules
+        Per option name: (kind, lowest, highest); options without a rule are not checked.
+    nullable
+        Options that may also be ``None`` (null: the method's default).
+    """
+    nullable = set(nullable)
+    for name, value in options.items():
+        if name not in rules or (value is None and name in nullable):
+            continue
+        kind, lo, hi = rules[name]
+        if kind == "bool":
+            ok, what = isinstance(value, bool), "true or false"
+        else:
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            ok = number and (kind == "float" or isinstance(value, int)) and math.isfinite(value)
+            ok = ok and (lo is None or value >= lo) and (hi is None or value <= hi)
+            noun = "an integer" if kind == "int" else "a number"
+            what = noun + (f" from {lo:g} to {hi:g}" if lo is not None and hi is not None
+                           else f" >= {lo:g}" if lo is not None
+                           else f" <= {hi:g}" if hi is not None else "")
+            what += " or null" if name in nullable else ""
+        if not ok:
+            raise InputError(f"{name} = {value!r}"[:80], field=f"options.{name}",
+                             fix=f"use {what}")
 
 
 def register_method(spec: MethodSpec) -> MethodSpec:

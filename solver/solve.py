@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,20 @@ class MethodOutput:
 
 class MethodError(RuntimeError):
     """A method returned a decision the independent validator rejects (a bug, never hidden)."""
+
+
+OPTION_FAILURES = (TypeError, ValueError, OverflowError, MemoryError, IndexError, KeyError,
+                   AttributeError)
+"""What a method raises on an option value of the wrong type or range that it does not
+check itself; with options given, :func:`solve` reports it as bad input."""
+
+
+def option_error(method: str, options: dict[str, Any], exc: BaseException) -> InputError:
+    """The InputError of a method that failed on the options it was given."""
+    text = " ".join(str(exc).split())[:160]
+    return InputError(f"method {method!r} failed on its options {sorted(options)}: "
+                      f"{type(exc).__name__}: {text}", field="options",
+                      fix="check the option values (types and ranges) the method takes")
 
 
 def solve(
@@ -103,14 +118,20 @@ def solve(
             field="backend",
             fix="leave the backend out for heuristics",
         )
-    if time_limit is not None and time_limit <= 0:
-        raise InputError(f"time_limit = {time_limit}", field="time_limit", fix="use seconds > 0")
+    if time_limit is not None and not (math.isfinite(time_limit) and time_limit > 0):
+        raise InputError(f"time_limit = {time_limit}", field="time_limit",
+                         fix="use a finite number of seconds > 0")
 
     start = time.perf_counter()
     try:
-        out: MethodOutput = spec.run(
-            instance, backend=backend, time_limit=time_limit, seed=seed, **options
-        )
+        try:
+            out: MethodOutput = spec.run(
+                instance, backend=backend, time_limit=time_limit, seed=seed, **options
+            )
+        except OPTION_FAILURES as exc:
+            if not options or isinstance(exc, InputError):
+                raise
+            raise option_error(method, options, exc) from None
     except InputError as exc:
         return Result(
             status=Status.INVALID_INPUT,

@@ -558,6 +558,11 @@ class Cluster:
         return dict(zip(vals.tolist(), counts.tolist(), strict=True))
 
 
+MAX_GENERATED_GPUS = 1_000_000
+"""Most GPUs :func:`homogeneous_cluster` builds (more is a typo, and would not fit in memory
+as an instance)."""
+
+
 def homogeneous_cluster(
     nodes: int,
     gpus_per_node: int,
@@ -577,6 +582,9 @@ def homogeneous_cluster(
     """
     if nodes < 1 or gpus_per_node < 1:
         raise ValueError("nodes and gpus_per_node must be >= 1")
+    if nodes * gpus_per_node > MAX_GENERATED_GPUS:
+        raise ValueError(f"nodes x gpus_per_node = {nodes * gpus_per_node} GPUs; at most "
+                         f"{MAX_GENERATED_GPUS}")
     width = len(str(nodes - 1))
     specs = []
     for i in range(nodes):

@@ -262,3 +262,213 @@ def test_limits_are_checked():
         Limits(memory_mb=0)
     assert main(["compete", "--suite", "quick", "--solver", "a:b", "--memory-limit",
                  "-5"]) == 2
+
+
+# --------------------------------------------------------------------------------------
+# Hostile command-line input (audit of 2026-11-23): each case must exit 2 with ONE line
+# naming the file (when there is one) and the field or option, never exit 3 or hang.
+
+
+TRACES = Path(__file__).parent / "data" / "traces"
+
+
+def _refused(capsys, argv, *words):
+    """Run ``dlsched ARGV``; assert exit 2, one stderr line holding every word."""
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse
+        code = exc.code
+    err = capsys.readouterr().err.strip()
+    assert code == 2, (argv, code, err)
+    assert len(err.splitlines()) == 1, err
+    for word in words:
+        assert word in err, (word, err)
+    return err
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A Horus snapshot (paper and co-location costs), a Horus workload, a SCHED² one."""
+    d = tmp_path_factory.mktemp("hostile_cli")
+    for argv in (["horus", "--nodes", "3", "--gpus-per-node", "2", "--beta", "3", "-o",
+                  str(d / "h.json")],
+                 ["horus", "--nodes", "3", "--gpus-per-node", "2", "--beta", "3",
+                  "--cost-model", "colocation", "-o", str(d / "hc.json")],
+                 ["horus-workload", "--jobs", "4", "-o", str(d / "hw.json")],
+                 ["sched2", "--jobs", "6", "--servers", "2", "--gpus-per-server", "4", "-o",
+                  str(d / "s2.json")]):
+        assert main(["generate", *argv]) == 0
+    return d
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["--time-limit", "nan"], ["--time-limit", "'nan'"]),
+    (["--time-limit", "inf"], ["--time-limit"]),
+    (["--time-limit", "-1"], ["--time-limit"]),
+    (["--time-limit", "abc"], ["--time-limit"]),
+    (["--seed", "-1"], ["--seed"]),
+    (["--option", "beta=NaN"], ["--option beta"]),
+    (["--option", 'beta={"a": 1e999}'], ["--option beta"]),
+    (["--option", "beta=-1"], ["options.beta"]),
+    (["--option", "queues=1.5"], ["options.queues"]),
+    (["--option", "beta=[1]"], ["options.beta"]),
+])
+def test_bad_solve_options(files, capsys, argv, words):
+    _refused(capsys, ["solve", str(files / "h.json"), "--method", "greedy", *argv], *words)
+
+
+def test_bad_method_option_values(files, capsys):
+    _refused(capsys, ["solve", str(files / "s2.json"), "--method", "sif", "--option",
+                      'window="x"'], "options.window")
+    _refused(capsys, ["solve", str(files / "s2.json"), "--method", "offline-makespan",
+                      "--option", "num_workers=-1"], "options.num_workers")
+
+
+def test_non_regular_files_are_refused(files, tmp_path, capsys):
+    _refused(capsys, ["solve", str(tmp_path), "--method", "greedy"], str(tmp_path),
+             "a directory")
+    _refused(capsys, ["validate", str(files / "h.json"), "/dev/null"], "/dev/null",
+             "not a file")
+
+
+def test_unwritable_outputs_are_bad_input(files, tmp_path, capsys):
+    h = str(files / "h.json")
+    missing = str(tmp_path / "no" / "such" / "x.json")
+    _refused(capsys, ["solve", h, "--method", "greedy", "-o", str(tmp_path)], "--output",
+             "is a directory")
+    _refused(capsys, ["solve", h, "--method", "greedy", "-o", missing], "--output", missing)
+    _refused(capsys, ["export", h, "--format", "lp", "-o", missing], "--output")
+    _refused(capsys, ["generate", "horus", "--nodes", "2", "-o", str(tmp_path)], "--output")
+    _refused(capsys, ["simulate", str(files / "hw.json"), "--policy", "greedy", "--no-plots",
+                      "--no-progress", "--out", h], "--out", "not a directory")
+    _refused(capsys, ["import-trace", "tiresias", str(TRACES / "tiresias_60_job.csv"),
+                      "-o", str(tmp_path)], "--output")
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["horus", "--p-long", "nan"], ["--p-long"]),
+    (["liquid", "--lambda", "inf"], ["--lambda"]),
+    (["genie", "--density", "1e12"], ["expected tasks"]),
+    (["inference", "--hours", "1e12"], ["hours"]),
+    (["sched2", "--median-duration", "0"], ["median_duration"]),
+    (["liquid", "--nodes-per-rack", "0"], ["nodes_per_rack"]),
+    (["horus", "--nodes", "100000000"], ["at most"]),
+])
+def test_bad_generator_arguments(tmp_path, capsys, argv, words):
+    _refused(capsys, ["generate", *argv, "-o", str(tmp_path / "g.json")], *words)
+
+
+def test_demo_arguments(capsys):
+    _refused(capsys, ["demo", "--busy", "2"], "--busy")
+
+
+def test_colocation_whole_percent_names_the_file_and_field(files, tmp_path, capsys):
+    doc = json.loads((files / "hc.json").read_text())
+    doc.pop("sha256")
+    doc["running"][0]["gpu_util"] = 12.5
+    bad = tmp_path / "frac.json"
+    bad.write_text(json.dumps(doc))
+    _refused(capsys, ["export", str(bad), "--format", "lp", "-o", str(tmp_path / "m.lp")],
+             str(bad), "running[0].gpu_util")
+
+
+def test_simulate_policy_settings_are_bad_input(files, tmp_path, capsys):
+    base = ["simulate", "--no-plots", "--no-progress", "--out", str(tmp_path / "sim")]
+    _refused(capsys, [*base, str(files / "hw.json"), "--policy", "exact", "--backend",
+                      "bogus"], "backend")
+    _refused(capsys, [*base, str(files / "hw.json"), "--policy", "greedy", "--option",
+                      "queues=0"], "options.queues")
+    _refused(capsys, [*base, str(files / "hw.json"), "--policy", "greedy", "--interval",
+                      "-1"], "--interval")
+    junk = tmp_path / "w.safetensors"
+    junk.write_bytes(b"\xff" * 64)
+    _refused(capsys, [*base, str(files / "s2.json"), "--policy", "dqn", "--weights",
+                      str(junk)], str(junk), "weights")
+
+
+def test_hostile_trace_files(tmp_path, capsys):
+    raw = (TRACES / "tiresias_60_job.csv").read_bytes()
+    out = ["-o", str(tmp_path / "w.json")]
+    bad = tmp_path / "latin1.csv"
+    bad.write_bytes(raw[:20] + b"\xff\xfe" + raw[20:])
+    _refused(capsys, ["import-trace", "tiresias", str(bad), *out], str(bad))
+    huge = tmp_path / "huge.csv"
+    lines = raw.decode().splitlines()
+    lines[1] = "0,99999999999999999999" + lines[1][len("0,1"):]
+    huge.write_text("\n".join(lines) + "\n")
+    _refused(capsys, ["import-trace", "tiresias", str(huge), *out], str(huge), "num_gpu")
+    _refused(capsys, ["import-trace", "tiresias", str(tmp_path), *out], str(tmp_path))
+    good = str(TRACES / "tiresias_60_job.csv")
+    _refused(capsys, ["import-trace", "tiresias", good, *out, "--cluster",
+                      "99999999999x99999"], "--cluster")
+    _refused(capsys, ["import-trace", "tiresias", good, *out, "--target-load", "1e-300"],
+             "--target-load")
+
+
+def test_suite_names_cannot_escape_and_errors_name_the_spec(tmp_path, capsys):
+    root = tmp_path / "suite"
+    root.mkdir()
+    spec = {"name": "s", "instances": [{"name": "../../evil", "generator": "horus",
+                                        "seeds": [0], "arguments": {"nodes": 2}}]}
+    (root / "suite.json").write_text(json.dumps(spec))
+    _refused(capsys, ["library", "build", "--suite", str(root), "--no-progress"],
+             "suite.json", "instances[0].name")
+    assert not list(tmp_path.glob("evil*")) and not list(tmp_path.parent.glob("evil*"))
+    spec["instances"][0].update(name="h", generator="nosuch")
+    (root / "suite.json").write_text(json.dumps(spec))
+    _refused(capsys, ["library", "build", "--suite", str(root), "--no-progress"],
+             "suite.json", "h.generator")
+
+
+def test_report_refuses_foreign_tables(tmp_path, capsys):
+    table = tmp_path / "t.csv"
+    table.write_text("a,b\n1,2\n")
+    _refused(capsys, ["report", "--input", str(table), "--no-plots"], str(table), "--input")
+
+
+def test_simulate_wake_up_options(files, tmp_path, capsys):
+    base = ["simulate", str(files / "hw.json"), "--policy", "greedy", "--no-plots",
+            "--no-progress", "--out", str(tmp_path / "sim")]
+    _refused(capsys, [*base, "--interval", "1e-300"], "--interval")  # t + dt == t: a hang
+    _refused(capsys, [*base, "--batch-only"], "--batch-only")
+
+
+def test_suite_best_known_runs_must_exist(tmp_path, capsys):
+    root = tmp_path / "suite"
+    root.mkdir()
+    spec = {"name": "s", "best_known": {"runs": [{"method": "greedy"}, {"method": "greddy"}]},
+            "instances": [{"name": "h", "generator": "horus", "seeds": [0],
+                           "arguments": {"nodes": 2, "gpus_per_node": 2, "beta": 2}}]}
+    (root / "suite.json").write_text(json.dumps(spec))
+    _refused(capsys, ["library", "build", "--suite", str(root), "--no-progress"],
+             "suite.json", "best_known.runs[1]", "'greddy'")
+    spec["best_known"] = {"runs": [{"method": "greedy"}], "time_limit": -1}
+    (root / "suite.json").write_text(json.dumps(spec))
+    _refused(capsys, ["library", "build", "--suite", str(root), "--no-progress"],
+             "suite.json", "best_known.time_limit")
+
+
+def test_bench_and_compete_options(suite, tmp_path, capsys):
+    where = str(suite.directory)
+    _refused(capsys, ["bench", "--suite", where, "--no-progress", "--seeds", "-1"], "--seeds")
+    _refused(capsys, ["bench", "--suite", where, "--no-progress", "--kill-after", "nan"],
+             "--kill-after")
+    _refused(capsys, ["bench", "--suite", where, "--no-progress", "--output", str(tmp_path)],
+             "--output", "is a directory")
+    _refused(capsys, ["compete", "--suite", where, "--solver", "a:b", "--name", "x", "--name",
+                      "y"], "--name")
+    _refused(capsys, ["report", "--input", str(tmp_path / "none.csv")], "--input")
+
+
+def test_simulate_names_the_workload(files, tmp_path, capsys):
+    doc = json.loads((files / "hw.json").read_text())
+    doc.pop("sha256")
+    del doc["jobs"][0]["duration"]
+    bad = tmp_path / "no_duration.json"
+    bad.write_text(json.dumps(doc))
+    base = ["--policy", "greedy", "--no-plots", "--no-progress", "--out", str(tmp_path / "o")]
+    _refused(capsys, ["simulate", str(bad), *base], str(bad), "jobs[0].duration")
+    doc["jobs"] = []
+    empty = tmp_path / "no_jobs.json"
+    empty.write_text(json.dumps(doc))
+    _refused(capsys, ["simulate", str(empty), *base], str(empty), "jobs")  # not NaN metrics

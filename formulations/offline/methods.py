@@ -35,7 +35,7 @@ from dlsched.decision import Decision
 from dlsched.errors import InputError
 from dlsched.gaps import is_proven_optimal
 from dlsched.instance import Instance
-from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.registry import MethodSpec, check_option_values, check_options, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 from dlsched.validate import evaluate
@@ -252,6 +252,7 @@ def _runner(objective: str):
     def run(instance: Instance, *, backend: str | None = None,
             time_limit: float | None = 60.0, seed: int = 0, **options) -> MethodOutput:
         check_options(options, OPTIONS)
+        check_option_values(options, {"num_workers": ("int", 0, 1024)})
         return solve_schedule(instance, objective, time_limit=time_limit, seed=seed,
                               **options)
 

@@ -84,7 +84,7 @@ class Agent:
     @classmethod
     def load(cls, path: str | Path) -> Agent:
         """Load weights saved by :meth:`save` (safetensors; never pickle)."""
-        from safetensors import safe_open
+        from safetensors import SafetensorError, safe_open
 
         p = Path(path)
         if not p.is_file():
@@ -96,7 +96,7 @@ class Agent:
             shape = NetShape(**json.loads(meta["shape"]))
             net = QNetwork(shape)
             net.load_state_dict(load_file(str(p)))
-        except (KeyError, ValueError, TypeError, RuntimeError, OSError) as exc:
+        except (KeyError, ValueError, TypeError, RuntimeError, OSError, SafetensorError) as exc:
             raise InputError(f"not a dlsched Q-network: {type(exc).__name__}: {exc}",
                              fix="pass a file written by `dlsched rl train sched2`",
                              source=str(p)) from None

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
 
+from ..cli_support import seed_value
 from ..errors import InputError
 
 EXIT_OK = 0  # dlsched.cli_support.EXIT_OK (library modules do not import cli modules)
@@ -60,7 +62,7 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
                    help="α of the 'given' teacher")
     p.add_argument("--teacher-beta", type=float, default=d.teacher_beta,
                    help="β of the 'given' teacher")
-    p.add_argument("--seed", type=int, default=d.seed, help="seed of everything")
+    p.add_argument("--seed", type=seed_value, default=d.seed, help="seed of everything")
     p.add_argument("--out", required=True, help="directory for policy.safetensors and "
                    "learning_curve.csv")
 
@@ -84,6 +86,17 @@ def train_command(args: argparse.Namespace) -> int:
                          "iterations, dagger >= 0 are required",
                          field="--episodes/--val-episodes/--rollouts/--iterations/--dagger",
                          fix="see --help")
+    for option, value, ok, rule in (
+            ("--lr", cfg.lr, cfg.lr > 0, "> 0"), ("--pg-lr", cfg.pg_lr, cfg.pg_lr > 0, "> 0"),
+            ("--gamma", cfg.gamma, 0 < cfg.gamma <= 1, "in (0, 1]"),
+            ("--entropy", cfg.entropy, cfg.entropy >= 0, ">= 0"),
+            ("--scale", cfg.scale, cfg.scale > 0, "> 0"),
+            ("--episode-minutes", cfg.episode_minutes, cfg.episode_minutes > 0, "> 0"),
+            ("--max-cpu-seconds", cfg.max_cpu_seconds, cfg.max_cpu_seconds > 0, "> 0"),
+            ("--teacher-alpha", cfg.teacher_alpha, True, "finite"),
+            ("--teacher-beta", cfg.teacher_beta, True, "finite")):
+        if not (math.isfinite(value) and ok):
+            raise InputError(f"{option} {value}", field=option, fix=f"use a finite number {rule}")
     command = "dlsched rl train inference " + " ".join(shlex.quote(a) for a in sys.argv[4:])
     result = train(cfg, args.out, command=command)
     print(json.dumps(result))
@@ -93,7 +106,7 @@ def train_command(args: argparse.Namespace) -> int:
 def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workloads", nargs="+", help="inference workload files")
     p.add_argument("--weights", default=None, help="policy.safetensors (default: shipped)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the evaluation")
+    p.add_argument("--seed", type=seed_value, default=0, help="seed of the evaluation")
 
 
 def evaluate_command(args: argparse.Namespace) -> int:

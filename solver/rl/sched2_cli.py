@@ -7,8 +7,9 @@ import argparse
 import json
 from pathlib import Path
 
-from ..cli_support import EXIT_OK
+from ..cli_support import EXIT_OK, seed_value
 from ..errors import InputError
+from ..files import check_output
 
 
 def _episode_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,7 +20,7 @@ def _episode_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--episodes", type=int, default=300, help="training episodes (300)")
-    p.add_argument("--seed", type=int, default=0, help="seed of everything (0)")
+    p.add_argument("--seed", type=seed_value, default=0, help="seed of everything (0)")
     p.add_argument("--out", required=True, help="directory for weights, curve, settings")
     p.add_argument("--train-episodes", type=int, default=30,
                    help="distinct training workloads, seeds 0.. (30)")
@@ -96,6 +97,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
     if not 1 <= args.episodes <= len(TEST_SEEDS):
         raise InputError(f"--episodes {args.episodes}", field="--episodes",
                          fix=f"use 1 to {len(TEST_SEEDS)}")
+    if args.csv:
+        check_output(args.csv, "--csv")
     workloads = _spec(args).workloads(list(TEST_SEEDS)[: args.episodes])
     table = compare(args.weights, workloads)
     if args.csv:

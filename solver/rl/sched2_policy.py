@@ -58,7 +58,7 @@ class NumpyQNetwork:
 @cache
 def load_network(path: str) -> NumpyQNetwork:
     """Weights saved by ``dlsched rl train sched2`` (safetensors, metadata ``shape``)."""
-    from safetensors import safe_open
+    from safetensors import SafetensorError, safe_open
     from safetensors.numpy import load_file
 
     p = Path(path)
@@ -70,7 +70,7 @@ def load_network(path: str) -> NumpyQNetwork:
         with safe_open(str(p), framework="numpy") as handle:
             meta = handle.metadata() or {}
         return NumpyQNetwork(load_file(str(p)), json.loads(meta["shape"]))
-    except (KeyError, ValueError, OSError) as exc:
+    except (KeyError, ValueError, OSError, SafetensorError) as exc:
         raise InputError(f"not a dlsched Q-network: {type(exc).__name__}: {exc}",
                          field="weights", fix="pass a file written by `dlsched rl train "
                          "sched2`", source=str(p)) from None

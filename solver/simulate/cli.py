@@ -3,15 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
-from ..cli_support import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, parse_option_pairs, print_summary
+from ..cli_support import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_OK,
+    parse_option_pairs,
+    positive_seconds,
+    print_summary,
+    seed_value,
+)
 from ..errors import InputError
+from ..files import check_output
 from ..instance_io import check_instance, load_instance
 from ..topology_io import load_topology
 from .engine import Policy, SimulationError, simulate
 from .results import save_results
 from .speed import INTERFERENCE_MODELS, LOCALITY_MODELS, SpeedModel
+
+MIN_INTERVAL = 1e-3
+"""Shortest --interval, seconds (a shorter one is absorbed by the clock: t + dt == t)."""
 
 
 def add_commands(subparsers) -> None:
@@ -22,14 +35,14 @@ def add_commands(subparsers) -> None:
     p.add_argument("--backend", default=None, help="solver backend of an exact policy")
     p.add_argument("--exact-per-event", action="store_true",
                    help="use the problem's exact snapshot model ('exact') at every event")
-    p.add_argument("--time-limit", type=float, default=10.0,
+    p.add_argument("--time-limit", type=positive_seconds, default=10.0,
                    help="seconds per policy call for exact policies (10)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the policy")
+    p.add_argument("--seed", type=seed_value, default=0, help="seed of the policy")
     p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="policy option (JSON value), repeatable")
     p.add_argument("--weights", default=None, metavar="FILE",
                    help="weights of a learned policy (dqn: default the shipped agent)")
-    p.add_argument("--interval", type=float, default=None,
+    p.add_argument("--interval", type=positive_seconds, default=None,
                    help="also wake the policy every N seconds")
     p.add_argument("--batch-only", action="store_true",
                    help="call the policy only at the --interval wake-ups")
@@ -73,6 +86,7 @@ def _speed(args: argparse.Namespace, workload) -> SpeedModel:
 def _cmd_simulate(args: argparse.Namespace) -> int:
     try:
         workload = load_instance(args.workload)
+        check_output(args.out, "--out", directory=True)
         if workload.problem == "inference":  # batch serving: dlsched.serve's simulator
             from ..serve.cli import simulate_inference
             return simulate_inference(args, workload)
@@ -84,6 +98,15 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         if not args.exact_per_event and args.policy is None:
             raise InputError("no policy given", field="--policy",
                              fix="pass --policy NAME (dlsched methods) or --exact-per-event")
+        if not workload.jobs:
+            raise InputError("no jobs", field="jobs", fix="give the workload at least one job",
+                             source=str(args.workload))
+        if args.interval is not None and args.interval < MIN_INTERVAL:
+            raise InputError(f"--interval {args.interval:g}", field="--interval",
+                             fix=f"wake the policy at most every {MIN_INTERVAL:g} s")
+        if args.batch_only and args.interval is None:
+            raise InputError("--batch-only without --interval never calls the policy",
+                             field="--batch-only", fix="add --interval SECONDS")
         method = "exact" if args.exact_per_event else args.policy
         options = parse_option_pairs(args.option)
         if args.weights is not None:
@@ -106,6 +129,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
                 bar.close()
         summary = save_results(run, args.out, fmt=args.format, plots=not args.no_plots)
     except InputError as exc:
+        if not exc.source and re.match(r"(jobs|cluster|running|params|time)\b", exc.field):
+            exc = exc.with_source(str(args.workload))  # a field of the workload file
         print(f"dlsched simulate: {exc.one_line()}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except SimulationError as exc:

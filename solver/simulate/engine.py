@@ -85,7 +85,7 @@ from ..jobs import Job, RunningJob
 from ..problems import get_problem
 from ..registry import get_method
 from ..result import Status
-from ..solve import MethodError, solve
+from ..solve import OPTION_FAILURES, MethodError, option_error, solve
 from ..state import view_policy
 from ..validate import validate
 from .checks import check_live, check_requeue, check_schedule
@@ -200,6 +200,12 @@ class _Caller:
     def __init__(self, workload: Instance, policy: Policy) -> None:
         self.policy = policy
         spec = get_method(workload.problem, policy.method)
+        if policy.backend is not None and policy.backend not in spec.backends:
+            raise InputError(
+                f"method {policy.method!r} has no backend {policy.backend!r}",
+                field="backend",
+                fix=f"use one of: {', '.join(spec.backends)}" if spec.backends
+                else "leave the backend out: this method uses no solver")
         self.spec = spec
         self.via_solve = policy.via_solve or spec.kind == "exact"
         self.state: Any = None
@@ -224,8 +230,13 @@ class _Caller:
                     self.no_solution += 1
                     decision = Decision()
             else:
-                out = self.spec.run(snapshot, backend=p.backend, time_limit=p.time_limit,
-                                    seed=p.seed, **options)
+                try:
+                    out = self.spec.run(snapshot, backend=p.backend, time_limit=p.time_limit,
+                                        seed=p.seed, **options)
+                except OPTION_FAILURES as exc:
+                    if not p.options or isinstance(exc, InputError):
+                        raise
+                    raise option_error(p.method, p.options, exc) from None
                 extra = out.extra
                 decision = out.decision if out.decision is not None else Decision()
                 if out.decision is None:
@@ -233,6 +244,10 @@ class _Caller:
         except MethodError as exc:
             raise SimulationError(f"{where}: {exc}") from None
         except InputError as exc:
+            if exc.source or exc.field.split(".")[0] in ("options", "backend", "time_limit"):
+                # the policy's own settings or a file it reads (weights): bad input
+                raise InputError(f"{where}: {exc.message}", field=exc.field, fix=exc.fix,
+                                 source=exc.source) from None
             raise SimulationError(f"{where}: {exc.one_line()}") from None
         if "policy_state" in extra:
             self.state = extra["policy_state"]
