@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dlsched.decision import Decision
 from dlsched.errors import InputError
+from dlsched.registry import OptionRule, check_option_values
 from dlsched.result import ModelSize, Status
 
 PULP_BACKENDS = ("cbc", "highs", "scip")
@@ -193,6 +195,47 @@ class LinearModel(ABC):
     @abstractmethod
     def write(self, path: str | Path, fmt: str) -> None:
         """Write the model (``mps``/``lp`` for PuLP models, ``proto`` text for CP-SAT)."""
+
+
+BOOL: OptionRule = ("bool", None, None)
+"""The rule of an on/off option."""
+EXACT_OPTION_RULES: dict[str, OptionRule] = {"num_workers": ("int", 1, 1024)}
+"""Values of the number options every exact method takes (with ``solver_options`` and
+``initial_solution``, checked by :func:`check_exact_options`)."""
+
+
+def check_exact_options(values: Mapping[str, Any], rules: Mapping[str, OptionRule] | None = None,
+                        nullable: Iterable[str] = ()) -> None:
+    """Refuse, before any work, option values of the wrong type or range.
+
+    Parameters
+    ----------
+    values
+        The options as the method received them (its defaults included, or only those
+        given): ``num_workers``, ``solver_options`` (a mapping from parameter names to
+        values), ``initial_solution`` (a :class:`~dlsched.decision.Decision`) and the
+        method's own.
+    rules, nullable
+        The method's own rules (they override :data:`EXACT_OPTION_RULES`) and the options
+        that may be null (:func:`~dlsched.registry.check_option_values`).
+
+    Raises
+    ------
+    InputError
+        Naming ``options.<name>``.
+    """
+    check_option_values(values, {**EXACT_OPTION_RULES, **(rules or {})}, nullable)
+    given = values.get("solver_options")
+    if given is not None and not (isinstance(given, Mapping)
+                                  and all(isinstance(key, str) for key in given)):
+        raise InputError(f"solver_options = {given!r}"[:80], field="options.solver_options",
+                         fix="a mapping from solver parameter names to values, e.g. "
+                             '{"max_time_in_seconds": 10}')
+    hint = values.get("initial_solution")
+    if hint is not None and not isinstance(hint, Decision):
+        raise InputError(f"initial_solution = {hint!r}"[:80],
+                         field="options.initial_solution",
+                         fix="pass a dlsched.Decision, e.g. a heuristic's result.decision")
 
 
 def solver_params(deadline: Deadline, seed: int, num_workers: int = 1,

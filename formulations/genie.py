@@ -40,7 +40,15 @@ from dlsched.registry import MethodSpec, check_options, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 
-from .backend import BACKENDS, Deadline, LinearModel, TimeUp, solver_params
+from .backend import (
+    BACKENDS,
+    BOOL,
+    Deadline,
+    LinearModel,
+    TimeUp,
+    check_exact_options,
+    solver_params,
+)
 from .backends import new_model
 
 
@@ -203,6 +211,10 @@ def run_exact(instance: Instance, *, backend: str, time_limit: float | None, see
     """Solve the GENIE snapshot model (options: ``symmetry``, ``prune``, both on; and
     ``num_workers``, ``solver_options``, ``initial_solution`` as for every exact method)."""
     check_options(options)
+    check_exact_options({"symmetry": symmetry, "prune": prune, "num_workers": num_workers,
+                         "solver_options": solver_options,
+                         "initial_solution": initial_solution},
+                        {"symmetry": BOOL, "prune": BOOL})
     deadline = Deadline(time_limit)
     data = genie_data(instance, symmetry=bool(symmetry), prune=bool(prune))
     extra: dict[str, Any] = {"candidates": len(data.options),

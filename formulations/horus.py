@@ -62,10 +62,12 @@ from dlsched.state import EPS
 
 from .backend import (
     BACKENDS,
+    BOOL,
     Deadline,
     LinearModel,
     SolveRun,
     TimeUp,
+    check_exact_options,
     solver_params,
 )
 from .backends import new_model
@@ -541,6 +543,10 @@ def run_exact(instance: Instance, *, backend: str, time_limit: float | None, see
     warm start) as for every exact method.
     """
     check_options(options)
+    check_exact_options({"reduce": reduce, "symmetry": symmetry, "num_workers": num_workers,
+                         "solver_options": solver_options,
+                         "initial_solution": initial_solution},
+                        {"reduce": BOOL, "symmetry": BOOL})
     deadline = Deadline(time_limit)
     data = horus_data(instance, reduce=bool(reduce), symmetry=bool(symmetry))
     if backend == "cpsat" and data.colocation:  # its LP carries the t-rows' bound

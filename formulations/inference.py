@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
+from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.problems.inference import (
     Batch,
@@ -241,8 +242,6 @@ def solve_window(instance: Instance, *, time_limit: float | None, seed: int = 0,
     restricted = False
     if max_batches is not None:
         if max_batches < 1:
-            from dlsched.errors import InputError
-
             raise InputError(f"max_batches = {max_batches}", field="options.max_batches",
                              fix="use >= 1")
         restricted = any(max_batches < k for k in slots)
@@ -318,9 +317,13 @@ def run_exact(instance: Instance, *, backend: str | None = "cpsat",
     schedule is the warm start when better than the policy's.
     """
     check_options(options, ("max_batches", "hint", "workers", "lagrange"))
-    check_option_values(options, {"workers": ("int", 0, 1024)})
+    check_option_values(options, {"workers": ("int", 0, 1024), "max_batches": ("int", 1, None),
+                                  "lagrange": ("int", 0, None)}, ("max_batches", "lagrange"))
     t0 = time.perf_counter()
     hint_name = options.get("hint", "heuristic")
+    if hint_name and not isinstance(hint_name, str):
+        raise InputError(f"hint = {hint_name!r}"[:80], field="options.hint",
+                         fix="a serving policy name (fixed, heuristic, pg) or null for none")
     hint = None
     data = inference_data(instance)
     if hint_name:
@@ -330,8 +333,6 @@ def run_exact(instance: Instance, *, backend: str | None = "cpsat",
     upper = None
     iterations = int(options.get("lagrange", 0) or 0)
     if iterations < 0:
-        from dlsched.errors import InputError
-
         raise InputError(f"lagrange = {iterations}", field="options.lagrange",
                          fix="use a number of iterations >= 0 (0: off)")
     if iterations and data.num_queries:

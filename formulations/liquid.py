@@ -57,7 +57,15 @@ from dlsched.registry import MethodSpec, check_options, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 
-from .backend import BACKENDS, Deadline, LinearModel, TimeUp, solver_params
+from .backend import (
+    BACKENDS,
+    BOOL,
+    Deadline,
+    LinearModel,
+    TimeUp,
+    check_exact_options,
+    solver_params,
+)
 from .backends import new_model
 
 
@@ -259,9 +267,12 @@ def run_exact(instance: Instance, *, backend: str, time_limit: float | None, see
     relaxation of the sharing family is what proves the batches), unless
     ``solver_options`` says otherwise.
     """
+    check_options(options)
+    check_exact_options({"symmetry": symmetry, "num_workers": num_workers,
+                         "solver_options": solver_options,
+                         "initial_solution": initial_solution}, {"symmetry": BOOL})
     if backend == "cpsat":
         solver_options = {"linearization_level": 2, **(solver_options or {})}
-    check_options(options)
     deadline = Deadline(time_limit)
     md = model_data(instance)
     problem = _check_fits(md)

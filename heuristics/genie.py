@@ -51,7 +51,7 @@ from dlsched.problems.genie import (
     parse_genie_params,
 )
 from dlsched.problems.genie.model import Shape
-from dlsched.registry import MethodSpec, register_method
+from dlsched.registry import MethodSpec, OptionRule, register_method
 
 WFAIR_ARRIVAL_WEIGHT = 0.5
 
@@ -337,6 +337,12 @@ METHODS = (
     ("tetris-cer", tetris_cer, "baseline", (), "Tetris packing, highest-CER fitting shape"),
 )
 
+OPTION_RULES: dict[str, OptionRule] = {
+    "backfill": ("bool", None, None), "late_last": ("bool", None, None),
+    "request": ("int", 1, None), "arrival_weight": ("float", 0, 1)}
+"""Values the number and on/off options may take (``request`` null: the default)."""
+
 for _name, _fn, _kind, _allowed, _summary in METHODS:
-    register_method(MethodSpec("genie", _name, _kind, heuristic_method(_fn, _allowed),
+    register_method(MethodSpec("genie", _name, _kind,
+                               heuristic_method(_fn, _allowed, OPTION_RULES, ("request",)),
                                summary=_summary))

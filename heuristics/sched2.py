@@ -25,7 +25,7 @@ agent of the paper sees J = 10).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -99,6 +99,10 @@ def select(instance: Instance, rule: str, *, backfill: bool = False, window: int
     node_of = instance.cluster.gpu_node
     per_server = int(instance.cluster.node_gpu_count.max())
     free = free_gpus_by_server(instance)
+    if policy_state is not None and not isinstance(policy_state, Mapping):
+        raise InputError(f"policy_state = {policy_state!r}"[:80],
+                         field="options.policy_state",
+                         fix="pass the previous round's extra['policy_state'] (a dict) or null")
     delays = dict(policy_state or {})
     placed: list[tuple[Job, list[int]]] = []
 

@@ -8,7 +8,10 @@ needs numpy and safetensors only (:mod:`dlsched.rl.sched2_policy`). Training:
 
 from __future__ import annotations
 
+import os
+
 from dlsched.decision import Decision
+from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.method_support import heuristic_method
 from dlsched.registry import MethodSpec, register_method
@@ -17,6 +20,9 @@ from dlsched.rl.sched2_policy import dqn_decision, load_network, shipped_weights
 
 def dqn(instance: Instance, *, weights: str | None = None) -> Decision:
     """The agent's picks at one snapshot (see :func:`dlsched.rl.sched2_policy.dqn_decision`)."""
+    if weights is not None and not isinstance(weights, str | os.PathLike):
+        raise InputError(f"weights = {weights!r}"[:80], field="options.weights",
+                         fix="the path of a weights file, or leave it out for the shipped agent")
     return dqn_decision(instance, load_network(weights or shipped_weights()))
 
 

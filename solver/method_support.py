@@ -76,16 +76,21 @@ def heuristic_method(
     Returns
     -------
     callable
-        ``run(instance, *, backend=None, time_limit=None, seed=0, **options)``.
+        ``run(instance, *, backend=None, time_limit=None, seed=0, **options)``; its
+        attribute ``check_options(options)`` runs the option checks alone (the simulator's
+        fast forms, which do not call ``run``, use it).
     """
     allowed = tuple(a for a in allowed if a != "seed")  # the seed is solve's, not an option
     takes_seed = "seed" in inspect.signature(fn).parameters
     rules, nullable = dict(rules or {}), tuple(nullable)
 
-    def run(instance: Instance, *, backend: str | None = None, time_limit: float | None = None,
-            seed: int = 0, **options: Any) -> MethodOutput:
+    def check(options: Mapping[str, Any]) -> None:
         check_options(options, allowed)
         check_option_values(options, rules, nullable)
+
+    def run(instance: Instance, *, backend: str | None = None, time_limit: float | None = None,
+            seed: int = 0, **options: Any) -> MethodOutput:
+        check(options)
         if takes_seed:
             options["seed"] = seed
         out = fn(instance, **options)
@@ -93,6 +98,7 @@ def heuristic_method(
             return out
         return MethodOutput(decision=out, status=Status.FEASIBLE)
 
+    run.check_options = check  # type: ignore[attr-defined]
     return run
 
 

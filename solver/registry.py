@@ -76,7 +76,8 @@ def check_options(options: Mapping[str, Any], allowed: Iterable[str] = ()) -> No
 
 OptionRule = tuple[str, float | None, float | None]
 """How an option's value is checked: (kind, lowest, highest); kind is ``"int"``,
-``"float"`` or ``"bool"``, bounds inclusive, ``None`` for no bound."""
+``"float"`` or ``"bool"``, bounds inclusive, ``None`` for no bound; kind ``"float>"`` is a
+float strictly above its lowest (e.g. ``("float>", 0, None)``: a positive number)."""
 
 
 def check_option_values(options: Mapping[str, Any], rules: Mapping[str, OptionRule],
@@ -101,10 +102,15 @@ def check_option_values(options: Mapping[str, Any], rules: Mapping[str, OptionRu
             ok, what = isinstance(value, bool), "true or false"
         else:
             number = isinstance(value, int | float) and not isinstance(value, bool)
-            ok = number and (kind == "float" or isinstance(value, int)) and math.isfinite(value)
-            ok = ok and (lo is None or value >= lo) and (hi is None or value <= hi)
+            ok = number and (kind != "int" or isinstance(value, int)) and (
+                isinstance(value, int) or math.isfinite(value))  # ints: no float overflow
+            above = kind == "float>"
+            ok = ok and (lo is None or value > lo or (not above and value == lo))
+            ok = ok and (hi is None or value <= hi)
             noun = "an integer" if kind == "int" else "a number"
-            what = noun + (f" from {lo:g} to {hi:g}" if lo is not None and hi is not None
+            what = noun + (f" > {lo:g} and <= {hi:g}" if above and hi is not None
+                           else f" > {lo:g}" if above
+                           else f" from {lo:g} to {hi:g}" if lo is not None and hi is not None
                            else f" >= {lo:g}" if lo is not None
                            else f" <= {hi:g}" if hi is not None else "")
             what += " or null" if name in nullable else ""

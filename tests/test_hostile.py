@@ -472,3 +472,114 @@ def test_simulate_names_the_workload(files, tmp_path, capsys):
     empty = tmp_path / "no_jobs.json"
     empty.write_text(json.dumps(doc))
     _refused(capsys, ["simulate", str(empty), *base], str(empty), "jobs")  # not NaN metrics
+
+
+# ------------------------------------------------------------ typed option values per method
+NAN = float("nan")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """One tiny generated instance per problem (and a workload / a 15 x 8 GPU one)."""
+    from inference_factories import tiny_instance
+
+    from dlsched.registry import generators
+
+    g = generators()
+    return {
+        "horus": g["horus"].build(seed=1, nodes=2, gpus_per_node=2, beta=3),
+        "genie": g["genie"].build(seed=1, snapshot=True, nodes=2, gpus_per_node=2, waiting=3,
+                                  duration=3.0),
+        "genie-workload": g["genie"].build(seed=1, nodes=1, gpus_per_node=2, duration=0.5,
+                                           density=8.0),
+        "sched2": g["sched2"].build(seed=1, jobs=4, servers=2, gpus_per_server=2),
+        "sched2-15x8": g["sched2"].build(seed=1, jobs=4, servers=15, gpus_per_server=8),
+        "liquid": g["liquid"].build(seed=1, nodes=2, gpus_per_node=2, nodes_per_rack=2,
+                                    racks_per_domain=1),
+        "inference": tiny_instance([(0, 1000, 2000), (5, 1000, 2000), (10, 1000, 2000)]),
+    }
+
+
+@pytest.mark.parametrize("problem,method,option,bad", [
+    ("horus", "exact", "num_workers", 1.5), ("horus", "exact", "symmetry", "no"),
+    ("horus", "exact", "reduce", 1), ("horus", "exact", "solver_options", "x"),
+    ("horus", "exact", "initial_solution", "greedy"), ("horus", "greedy", "queues", 0),
+    ("horus", "greedy", "beta", NAN), ("horus", "fifo", "backfill", "x"),
+    ("horus", "pab", "warmup_s", NAN), ("horus", "pab", "threshold", 0),
+    ("horus", "pab", "serial", "yes"), ("horus", "pab", "policy_state", "x"),
+    ("genie", "exact", "prune", "no"), ("genie", "exact", "symmetry", 0),
+    ("genie", "exact", "num_workers", 0), ("genie", "exact", "solver_options", {1: 2}),
+    ("genie", "swaf", "backfill", "x"), ("genie", "swaf", "late_last", 1),
+    ("genie", "fifo", "request", 1.5), ("genie", "capacity", "request", 0),
+    ("genie", "minmin", "request", True), ("genie", "wfair", "arrival_weight", "x"),
+    ("genie", "wfair", "arrival_weight", NAN), ("genie", "wfair", "request", -2),
+    ("genie-workload", "offline-makespan", "time_unit", -1),
+    ("genie-workload", "offline-makespan", "time_unit", 0),
+    ("genie-workload", "offline-makespan", "bounds", 0),
+    ("genie-workload", "offline-makespan", "num_workers", 1.5),
+    ("genie-workload", "offline-makespan", "initial_solution", [1]),
+    ("genie-workload", "offline-wct", "bnb_share", 2),
+    ("genie-workload", "offline-qos", "symmetry", "no"),
+    ("sched2", "offline-makespan", "time_unit", NAN),
+    ("sched2", "offline-makespan", "time_unit", 1e-300),  # a horizon past 64-bit integers
+    ("sched2", "offline-wct", "time_unit", 5e-324),
+    ("sched2", "offline-wct", "bnb_share", -0.1), ("sched2", "offline-wct", "bnb_share", 1),
+    ("sched2", "offline-qos", "solver_options", "x"),
+    ("inference", "exact", "max_batches", 0), ("inference", "exact", "lagrange", -1),
+    ("inference", "exact", "lagrange", 1.5), ("inference", "exact", "workers", 1.5),
+    ("inference", "exact", "hint", 5), ("inference", "lagrange", "iterations", 0),
+    ("inference", "lagrange", "bound_share", 0), ("inference", "lagrange", "improve", "no"),
+    ("inference", "lagrange", "hint", [1]), ("inference", "edf-dp", "max_states", NAN),
+    ("liquid", "exact", "symmetry", "no"), ("liquid", "exact", "num_workers", -1),
+    ("liquid", "exact", "solver_options", "x"), ("liquid", "exact", "initial_solution", {}),
+    ("liquid", "gga", "population", 1), ("liquid", "gga", "seed_bestfit", "yes"),
+    ("liquid", "gga-ls", "mutation_rate", 2), ("liquid", "gga-ls", "population", 10**400),
+    ("sched2", "sif", "backfill", "x"), ("sched2", "fifo", "window", 0),
+    ("sched2", "lrf", "window", 2.5), ("sched2", "dsif", "policy_state", 3),
+    ("sched2", "saf", "backfill", None), ("sched2", "spf", "window", True),
+    ("sched2", "dqn", "weights", 5),
+])
+def test_option_values_are_typed(tiny, problem, method, option, bad):
+    from dlsched import solve
+
+    result = solve(tiny[problem], method, time_limit=5, **{option: bad})
+    assert result.status.value == "invalid_input", (method, option, result.status)
+    assert f"options.{option}" in result.message, result.message
+    assert "failed on its options" not in result.message  # a rule, not the backstop
+    assert len(result.message.splitlines()) == 1
+
+
+@pytest.mark.parametrize("problem,method,options", [
+    ("horus", "exact", {"num_workers": 1, "symmetry": False, "reduce": True,
+                        "solver_options": {}}),
+    ("horus", "greedy", {"queues": None, "beta": 2}), ("horus", "fifo", {"backfill": True}),
+    ("horus", "pab", {"warmup_s": 0, "threshold": 1, "serial": False, "policy_state": None}),
+    ("genie", "exact", {"prune": False, "symmetry": True, "num_workers": 2}),
+    ("genie", "wfair", {"arrival_weight": 1, "request": None}), ("genie", "fifo", {"request": 1}),
+    ("genie", "swaf", {"backfill": True, "late_last": False}),
+    ("genie-workload", "offline-makespan", {"time_unit": None, "num_workers": 0}),
+    ("sched2", "offline-wct", {"bnb_share": 0.0, "symmetry": False, "bounds": False}),
+    ("sched2", "offline-qos", {"time_unit": 60, "bnb_share": None}),
+    ("inference", "exact", {"max_batches": None, "lagrange": None, "hint": None, "workers": 1}),
+    ("inference", "lagrange", {"bound_share": 1, "hint": "", "iterations": 5}),
+    ("inference", "edf-dp", {"max_states": 1000}),
+    ("liquid", "exact", {"symmetry": True, "num_workers": 1}),
+    ("liquid", "gga", {"population": None, "node_weight": None, "seed_bestfit": True,
+                       "max_generations": 5}),
+    ("sched2", "dsif", {"policy_state": {}, "window": None}),
+    ("sched2-15x8", "dqn", {"weights": None}),
+])
+def test_valid_option_values_are_not_refused(tiny, problem, method, options):
+    from dlsched import solve
+
+    result = solve(tiny[problem], method, time_limit=5, **options)
+    assert result.status.value not in ("invalid_input", "error"), result.message
+    assert result.decision is not None, result.status
+
+
+def test_simulate_fast_forms_check_option_values(files, tmp_path, capsys):
+    """The simulator's fast form of ``fifo`` (which never calls the method's ``run``) still
+    refuses a value of the wrong type."""
+    _refused(capsys, ["simulate", str(files / "hw.json"), "--policy", "fifo", "--option",
+                      'backfill="x"', "--no-plots", "--no-progress", "--out",
+                      str(tmp_path / "sim")], "options.backfill")

@@ -56,6 +56,9 @@ MAX_DENOMINATOR = 10_000
 MAX_MODES = 20_000
 """Most placement shapes (modes) the offline model takes over all jobs: it is for small
 workloads, and enumerating more would take longer than any sensible time limit."""
+MAX_HORIZON = 2**53
+"""Most grid units the schedule's horizon may span (CP-SAT's 64-bit integers; a finer
+``time_unit`` would overflow them)."""
 
 
 @dataclass(frozen=True)
@@ -232,8 +235,9 @@ def choose_grid(workload: Instance, modes: list[list[Mode]], objective: str,
     values = [j.submit_time for j in jobs] + [m.duration for ms in modes for m in ms]
     values += [j.deadline for j in jobs if j.deadline is not None]
     if time_unit is not None:
-        if not time_unit > 0:
-            raise InputError(f"time_unit = {time_unit}", field="time_unit", fix="seconds > 0")
+        if not time_unit > 0 or not math.isfinite(max(values, default=0.0) / time_unit):
+            raise InputError(f"time_unit = {time_unit}", field="options.time_unit",
+                             fix="seconds > 0, coarse enough for the workload's times")
         return TimeGrid(float(time_unit), _on_grid(values, time_unit))
     unit = _exact_unit(values)
     if unit is not None:
@@ -312,6 +316,10 @@ def offline_data(workload: Instance, objective: str, grid: TimeGrid,
     deadline = tuple(grid.down(j.deadline) if j.deadline is not None
                      and j.deadline > j.submit_time else None for j in jobs)
     horizon = max(release) + sum(max(d) for d in durations) + 1
+    if horizon > MAX_HORIZON:
+        raise InputError(f"the horizon spans {horizon:.3g} units of {grid.unit:g} s",
+                         field="options.time_unit",
+                         fix="use a coarser time_unit (at most 2^53 units), or leave it out")
     can_meet = tuple(tuple(j.deadline is not None and j.submit_time + m.duration
                            <= j.deadline + 1e-9 for m in ms) for j, ms in zip(jobs, modes,
                                                                            strict=True))

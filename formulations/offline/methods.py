@@ -35,12 +35,12 @@ from dlsched.decision import Decision
 from dlsched.errors import InputError
 from dlsched.gaps import is_proven_optimal
 from dlsched.instance import Instance
-from dlsched.registry import MethodSpec, check_option_values, check_options, register_method
+from dlsched.registry import MethodSpec, OptionRule, check_options, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 from dlsched.validate import evaluate
 
-from ..backend import Deadline
+from ..backend import BOOL, Deadline, check_exact_options
 from ..cpsat_backend import CpSatRun, model_size, run_cpsat, write_proto
 from .bnb import branch_and_bound
 from .data import (
@@ -64,6 +64,11 @@ METHODS = {"offline-makespan": "makespan", "offline-wct": "weighted_jct",
 PROBLEMS = ("sched2", "genie")
 OPTIONS = ("time_unit", "symmetry", "bounds", "num_workers", "solver_options",
            "initial_solution", "bnb_share")
+OPTION_RULES: dict[str, OptionRule] = {
+    "time_unit": ("float>", 0, None), "symmetry": BOOL, "bounds": BOOL,
+    "num_workers": ("int", 0, 1024), "bnb_share": ("float", 0, 1)}
+"""Values the number options may take (``num_workers`` 0: CP-SAT's all cores; null
+``time_unit``/``bnb_share``: the default); ``bnb_share`` must also be below 1."""
 
 DEFAULT_CPSAT_OPTIONS = {
     "search_branching": cp_model.CpSolver().parameters.search_branching.__class__
@@ -160,7 +165,7 @@ def solve_schedule(workload: Instance, objective: str, *, time_limit: float | No
     """
     deadline = Deadline(time_limit)
     if bnb_share is not None and not 0.0 <= float(bnb_share) < 1.0:
-        raise InputError(f"bnb_share = {bnb_share}", field="bnb_share",
+        raise InputError(f"bnb_share = {bnb_share}", field="options.bnb_share",
                          fix="a fraction of the time limit in [0, 1)")
     options = {**DEFAULT_CPSAT_OPTIONS, **(solver_options or {})}
     model = build_model(workload, objective, time_unit=time_unit, symmetry=bool(symmetry),
@@ -252,7 +257,7 @@ def _runner(objective: str):
     def run(instance: Instance, *, backend: str | None = None,
             time_limit: float | None = 60.0, seed: int = 0, **options) -> MethodOutput:
         check_options(options, OPTIONS)
-        check_option_values(options, {"num_workers": ("int", 0, 1024)})
+        check_exact_options(options, OPTION_RULES, ("time_unit", "bnb_share"))
         return solve_schedule(instance, objective, time_limit=time_limit, seed=seed,
                               **options)
 

@@ -206,6 +206,9 @@ class _Caller:
                 field="backend",
                 fix=f"use one of: {', '.join(spec.backends)}" if spec.backends
                 else "leave the backend out: this method uses no solver")
+        check = getattr(spec.run, "check_options", None)
+        if check is not None:  # before the run, and for the fast forms that skip spec.run
+            check(dict(policy.options))
         self.spec = spec
         self.via_solve = policy.via_solve or spec.kind == "exact"
         self.state: Any = None
