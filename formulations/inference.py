@@ -318,12 +318,10 @@ def run_exact(instance: Instance, *, backend: str | None = "cpsat",
     """
     check_options(options, ("max_batches", "hint", "workers", "lagrange"))
     check_option_values(options, {"workers": ("int", 0, 1024), "max_batches": ("int", 1, None),
-                                  "lagrange": ("int", 0, None)}, ("max_batches", "lagrange"))
+                                  "lagrange": ("int", 0, None), "hint": ("str", None, None)},
+                        ("max_batches", "lagrange", "hint"))
     t0 = time.perf_counter()
     hint_name = options.get("hint", "heuristic")
-    if hint_name and not isinstance(hint_name, str):
-        raise InputError(f"hint = {hint_name!r}"[:80], field="options.hint",
-                         fix="a serving policy name (fixed, heuristic, pg) or null for none")
     hint = None
     data = inference_data(instance)
     if hint_name:

@@ -312,10 +312,8 @@ def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None =
     check_option_values(options, {"iterations": ("int", 1, None),
                                   "repair_every": ("int", 1, None),
                                   "bound_share": ("float>", 0, 1), "edf_beam": ("int", 0, None),
-                                  "improve": ("bool", None, None)})
-    if options.get("hint") and not isinstance(options["hint"], str):
-        raise InputError(f"hint = {options['hint']!r}"[:80], field="options.hint",
-                         fix="a serving policy name (fixed, heuristic, pg) or null for none")
+                                  "improve": ("bool", None, None),
+                                  "hint": ("str", None, None)}, ("hint",))
     data = inference_data(instance)
     t0 = time.perf_counter()
     if data.num_queries == 0:

@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 
 from dlsched.decision import Decision
-from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.method_support import decision_from_indices, heuristic_method
 from dlsched.registry import MethodSpec, register_method
@@ -77,10 +76,6 @@ def pab(instance: Instance, *, warmup_s: float = 30.0, threshold: float = 0.5,
     """
     if warmup_s < 0 or not 0 < threshold <= 1:
         raise ValueError("warmup_s must be >= 0 and threshold in (0, 1]")
-    if policy_state is not None and not isinstance(policy_state, dict):
-        raise InputError(f"policy_state = {policy_state!r}"[:80],
-                         field="options.policy_state",
-                         fix="pass the previous round's extra['policy_state'] (a dict) or null")
     state_in = policy_state or {}
     probes: dict[str, list] = {k: list(v) for k, v in state_in.get("probes", {}).items()}
     requeued: set[str] = set(state_in.get("requeued", ()))
@@ -156,6 +151,7 @@ register_method(MethodSpec(
     "horus", "pab", "baseline",
     heuristic_method(pab, ("warmup_s", "threshold", "serial", "policy_state"),
                      {"warmup_s": ("float", 0, None), "threshold": ("float>", 0, 1),
-                      "serial": ("bool", None, None)}),
+                      "serial": ("bool", None, None), "policy_state": ("mapping", None, None)},
+                     ("policy_state",)),
     summary="Performance-aware Bin Packing: OBP packing, requeue a job whose placement "
             "halves a job's speed after a warm-up (simulator policy)"))

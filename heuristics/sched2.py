@@ -25,7 +25,7 @@ agent of the paper sees J = 10).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import numpy as np
 
@@ -99,10 +99,6 @@ def select(instance: Instance, rule: str, *, backfill: bool = False, window: int
     node_of = instance.cluster.gpu_node
     per_server = int(instance.cluster.node_gpu_count.max())
     free = free_gpus_by_server(instance)
-    if policy_state is not None and not isinstance(policy_state, Mapping):
-        raise InputError(f"policy_state = {policy_state!r}"[:80],
-                         field="options.policy_state",
-                         fix="pass the previous round's extra['policy_state'] (a dict) or null")
     delays = dict(policy_state or {})
     placed: list[tuple[Job, list[int]]] = []
 
@@ -185,8 +181,9 @@ def _method(rule: str):
         return MethodOutput(decision, Status.FEASIBLE, extra=extra)
 
     return heuristic_method(run_rule, ("backfill", "window", "policy_state"),
-                            {"backfill": ("bool", None, None), "window": ("int", 1, None)},
-                            ("window",))
+                            {"backfill": ("bool", None, None), "window": ("int", 1, None),
+                             "policy_state": ("mapping", None, None)},
+                            ("window", "policy_state"))
 
 
 for _rule in RULES:

@@ -77,7 +77,8 @@ def check_options(options: Mapping[str, Any], allowed: Iterable[str] = ()) -> No
 OptionRule = tuple[str, float | None, float | None]
 """How an option's value is checked: (kind, lowest, highest); kind is ``"int"``,
 ``"float"`` or ``"bool"``, bounds inclusive, ``None`` for no bound; kind ``"float>"`` is a
-float strictly above its lowest (e.g. ``("float>", 0, None)``: a positive number)."""
+float strictly above its lowest (e.g. ``("float>", 0, None)``: a positive number); kinds
+``"str"`` and ``"mapping"`` check the type only (bounds ``None``)."""
 
 
 def check_option_values(options: Mapping[str, Any], rules: Mapping[str, OptionRule],
@@ -100,6 +101,10 @@ def check_option_values(options: Mapping[str, Any], rules: Mapping[str, OptionRu
         kind, lo, hi = rules[name]
         if kind == "bool":
             ok, what = isinstance(value, bool), "true or false"
+        elif kind in ("str", "mapping"):
+            ok = isinstance(value, str if kind == "str" else Mapping)
+            what = "a string" if kind == "str" else "an object (name: value)"
+            what += " or null" if name in nullable else ""
         else:
             number = isinstance(value, int | float) and not isinstance(value, bool)
             ok = number and (kind != "int" or isinstance(value, int)) and (
