@@ -32,6 +32,7 @@ from dlsched.files import read_json
 from dlsched.instance import Instance
 from dlsched.instance_io import load_instance
 from dlsched.registry import generators
+from dlsched.solve import MAX_SEED
 
 LIBRARY_ROOT = Path(__file__).resolve().parent.parent / "instances" / "library"
 SPEC_FILE = "suite.json"
@@ -145,11 +146,7 @@ def _parse_spec(doc: Any, directory: Path) -> SuiteSpec:
         raise InputError("runs must be a list of {\"method\": NAME, \"backend\": NAME}",
                          field="best_known.runs", fix="name a registered method per run")
     runs = tuple((r["method"], r.get("backend")) for r in raw_runs)
-    seeds = bench.get("seeds", [0])
-    if not isinstance(seeds, list) or not seeds or not all(
-            isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**31 for s in seeds):
-        raise InputError(f"seeds = {seeds!r}"[:80], field="bench.seeds",
-                         fix="give a non-empty list of integers from 0 to 2**31 - 1")
+    _check_seeds(bench.get("seeds", [0]), "bench.seeds")
     return SuiteSpec(
         name=str(doc.get("name", directory.name)),
         directory=directory,
@@ -159,6 +156,16 @@ def _parse_spec(doc: Any, directory: Path) -> SuiteSpec:
         bench_time_limit=float(bench.get("time_limit", 10.0)),
         bench_seeds=tuple(int(s) for s in bench.get("seeds", [0])),
     )
+
+
+def _check_seeds(seeds: Any, field: str) -> list[int]:
+    """``seeds`` when it is a non-empty list of seeds (0 … MAX_SEED), else InputError."""
+    if not isinstance(seeds, list) or not seeds or not all(
+            isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= MAX_SEED
+            for s in seeds):
+        raise InputError(f"seeds = {seeds!r}"[:80], field=field,
+                         fix=f"give a non-empty list of integers from 0 to {MAX_SEED}")
+    return seeds
 
 
 def _parse_entry(raw: Any, where: str) -> Entry:
@@ -173,11 +180,7 @@ def _parse_entry(raw: Any, where: str) -> Entry:
     if len(kinds) != 1:
         raise InputError(f"entry {raw['name']!r} names {kinds or 'no source'}", field=where,
                          fix="give exactly one of 'generator', 'builder', 'file'")
-    seeds = raw.get("seeds", [0])
-    if not isinstance(seeds, list) or not seeds or not all(
-            isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**31 for s in seeds):
-        raise InputError(f"seeds = {seeds!r}"[:80], field=f"{where}.seeds",
-                         fix="give a non-empty list of integers from 0 to 2**31 - 1")
+    seeds = _check_seeds(raw.get("seeds", [0]), f"{where}.seeds")
     arguments = raw.get("arguments", {})
     if not isinstance(arguments, dict):
         raise InputError("arguments must be an object", field=f"{where}.arguments",

@@ -32,7 +32,13 @@ from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.instance_io import check_instance
 from dlsched.problems.sched2 import SENSITIVITY
-from dlsched.topology import Cluster, GpuSpec, NodeSpec, homogeneous_cluster
+from dlsched.topology import (
+    MAX_GENERATED_GPUS,
+    Cluster,
+    GpuSpec,
+    NodeSpec,
+    homogeneous_cluster,
+)
 
 from .trace_formats import TraceTable, read_raw_trace
 from .traces import GPU_MEM_GB, GPU_TYPE, GPUS_PER_SERVER, workload_from_frame
@@ -40,8 +46,6 @@ from .traces import GPU_MEM_GB, GPU_TYPE, GPUS_PER_SERVER, workload_from_frame
 PROBLEMS = ("sched2", "horus")
 MIN_TARGET_LOAD = 0.01
 """Lowest --target-load (lower sizes the cluster over 100 times the offered load)."""
-MAX_GPUS = 1_000_000
-"""Most GPUs of a cluster given as --cluster SERVERSxGPUS."""
 
 
 def import_trace(fmt: str, path: str | Path, *, problem: str = "sched2",
@@ -174,8 +178,8 @@ def _spec_cluster(spec: str, auto: Cluster) -> Cluster:
     if not match or int(match.group(1)) < 1 or int(match.group(2)) < 1:
         raise InputError(f"cluster {spec!r}", field="--cluster",
                          fix="write auto or SERVERSxGPUS, e.g. 16x8")
-    if int(match.group(1)) * int(match.group(2)) > MAX_GPUS:
-        raise InputError(f"cluster {spec[:40]!r} has more than {MAX_GPUS} GPUs",
+    if int(match.group(1)) * int(match.group(2)) > MAX_GENERATED_GPUS:
+        raise InputError(f"cluster {spec[:40]!r} has more than {MAX_GENERATED_GPUS} GPUs",
                          field="--cluster", fix="give a smaller cluster or use --cluster auto")
     first = auto.nodes[0]
     return homogeneous_cluster(int(match.group(1)), int(match.group(2)), gpu_type=GPU_TYPE,

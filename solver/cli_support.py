@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 
 from .errors import InputError
+from .solve import MAX_SEED
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -100,8 +101,6 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-MAX_SEED = 2**31 - 1
-"""Largest seed (every backend's seed parameter is a 32-bit integer)."""
 
 
 def seed_value(text: str) -> int:

@@ -44,6 +44,9 @@ class MethodError(RuntimeError):
     """A method returned a decision the independent validator rejects (a bug, never hidden)."""
 
 
+MAX_SEED = 2**31 - 1
+"""Largest seed (every backend's seed parameter is a 32-bit integer)."""
+
 OPTION_FAILURES = (TypeError, ValueError, OverflowError, MemoryError, IndexError, KeyError,
                    AttributeError)
 """What a method raises on an option value of the wrong type or range that it does not
