@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
+import warnings
 from importlib import metadata
 
 PACKAGES = ("dlsched", "pulp", "highspy", "ortools", "pyscipopt", "numpy", "scipy", "pandas",
@@ -31,8 +32,11 @@ def versions() -> dict[str, str]:
     try:
         import pulp
 
-        out["cbc (pulp)"] = "available" if pulp.PULP_CBC_CMD(msg=False).available() \
-            else "not available"
+        with warnings.catch_warnings():
+            # PuLP 3.3 deprecates its bundled CBC for 4.0; 3.3 is pinned (Python 3.11)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            cbc = pulp.PULP_CBC_CMD(msg=False).available()
+        out["cbc (pulp)"] = "available" if cbc else "not available"
     except Exception as exc:  # noqa: BLE001 - a broken solver install is worth reporting
         out["cbc (pulp)"] = f"error: {exc}"
     return out
