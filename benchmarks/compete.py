@@ -56,11 +56,12 @@ from typing import Any
 import pandas as pd
 
 from dlsched.canonical import pretty_json
-from dlsched.decision import Decision, load_solution, save_solution
+from dlsched.decision import Decision
 from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.instance_io import load_instance
 from dlsched.problems import get_problem
+from dlsched.solution_io import load_solution, save_solution
 from dlsched.validate import validate
 
 from .library import Manifest, Offer, offer_best

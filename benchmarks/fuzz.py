@@ -59,8 +59,8 @@ class Seed:
 
 def make_seeds() -> list[Seed]:
     """The seed files: deterministic, small, every problem; solutions from real methods."""
-    from dlsched.decision import solution_to_dict
     from dlsched.registry import generators
+    from dlsched.solution_io import solution_to_dict
     from dlsched.solve import solve
 
     gen = generators()

@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.canonical import pretty_json
-from dlsched.decision import Decision, load_solution, save_solution
+from dlsched.decision import Decision
 from dlsched.errors import InputError
 from dlsched.files import read_json
 from dlsched.gaps import is_proven_optimal
 from dlsched.instance import Instance
 from dlsched.instance_io import load_instance
 from dlsched.problems import get_problem
+from dlsched.solution_io import load_solution, save_solution
 from dlsched.validate import validate
 
 from .suites import MANIFEST_FILE, SuiteSpec, expand, suite_dir

@@ -11,8 +11,6 @@ from . import instances as instances
 from .decision import Decision as Decision
 from .decision import Placement as Placement
 from .decision import TaskPlacement as TaskPlacement
-from .decision import load_solution as load_solution
-from .decision import save_solution as save_solution
 from .errors import InputError as InputError
 from .gaps import is_proven_optimal as is_proven_optimal
 from .gaps import relative_gap as relative_gap
@@ -26,6 +24,8 @@ from .result import Result as Result
 from .result import Status as Status
 from .result import results_frame as results_frame
 from .simulate import simulate as simulate
+from .solution_io import load_solution as load_solution
+from .solution_io import save_solution as save_solution
 from .solve import solve as solve
 from .topology import Cluster as Cluster
 from .topology import homogeneous_cluster as homogeneous_cluster

@@ -25,7 +25,6 @@ from .cli_support import (
     positive_seconds,
     seed_value,
 )
-from .decision import load_solution, save_solution
 from .errors import InputError
 from .files import check_output
 from .instance_io import load_instance, save_instance
@@ -34,6 +33,7 @@ from .problems import get_problem
 from .registry import generators, get_method, methods_for
 from .rl import cli as rl_cli
 from .simulate import cli as simulate_cli
+from .solution_io import load_solution, save_solution
 from .solve import solve
 from .validate import validate
 

@@ -14,8 +14,9 @@ import random
 import pytest
 
 from dlsched.benchmarks.fuzz import make_seeds
-from dlsched.decision import Decision, solution_decision
+from dlsched.decision import Decision
 from dlsched.instance_io import instance_from_dict
+from dlsched.solution_io import solution_decision
 from dlsched.validate import validate
 
 BAD = [float("nan"), float("inf"), float("-inf"), 1e13, -1e13, 1e308, -1e308, 10**400,

@@ -23,11 +23,12 @@ import random
 import pytest
 
 from dlsched.cli import main
-from dlsched.decision import Decision, Placement, load_solution, save_solution
+from dlsched.decision import Decision, Placement
 from dlsched.errors import InputError
 from dlsched.instances.inference_gen import generate_inference
 from dlsched.problems.inference import Batch, InferenceDecision, inference_data
 from dlsched.serve.run import run_policy
+from dlsched.solution_io import load_solution, save_solution
 from dlsched.solve import solve
 from dlsched.validate import validate
 

@@ -12,10 +12,10 @@ import pytest
 
 from dlsched import Decision, InputError, Placement, load_instance, load_solution, save_instance
 from dlsched.cli import main
-from dlsched.decision import save_solution
 from dlsched.files import MAX_BYTES, MAX_DEPTH, MAX_INT, MAX_NUMBER, check_plain_values, read_json
 from dlsched.instances.horus_gen import generate_horus
 from dlsched.schema_check import check_against_schema, compile_schema, schema
+from dlsched.solution_io import save_solution
 from dlsched.topology import Level, homogeneous_cluster
 from dlsched.validate import validate
 from factories import horus_instance, running

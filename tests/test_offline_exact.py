@@ -248,7 +248,7 @@ def test_time_limit_covers_build_and_solve():
 
 
 def test_schedule_round_trips_through_a_solution_file(tmp_path):
-    from dlsched.decision import load_solution, save_solution
+    from dlsched.solution_io import load_solution, save_solution
 
     w = workload(CASES[2])
     result = solve(w, "offline-makespan", time_limit=20)
