@@ -197,8 +197,6 @@ class LinearModel(ABC):
         """Write the model (``mps``/``lp`` for PuLP models, ``proto`` text for CP-SAT)."""
 
 
-BOOL: OptionRule = ("bool", None, None)
-"""The rule of an on/off option."""
 EXACT_OPTION_RULES: dict[str, OptionRule] = {"num_workers": ("int", 1, 1024)}
 """Values of the number options every exact method takes (with ``solver_options`` and
 ``initial_solution``, checked by :func:`check_exact_options`)."""

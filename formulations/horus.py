@@ -55,14 +55,13 @@ from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.method_support import decision_from_indices
 from dlsched.problems.horus import HorusCosts, horus_costs
-from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.registry import BOOL, MethodSpec, check_options, register_method
 from dlsched.result import ModelSize, Status
 from dlsched.solve import MethodOutput
 from dlsched.state import EPS
 
 from .backend import (
     BACKENDS,
-    BOOL,
     Deadline,
     LinearModel,
     SolveRun,

@@ -330,9 +330,6 @@ def run_exact(instance: Instance, *, backend: str | None = "cpsat",
         hint = serve(instance, make_policy(str(hint_name))).decision()
     upper = None
     iterations = int(options.get("lagrange", 0) or 0)
-    if iterations < 0:
-        raise InputError(f"lagrange = {iterations}", field="options.lagrange",
-                         fix="use a number of iterations >= 0 (0: off)")
     if iterations and data.num_queries:
         hint_val = -1.0 if hint is None else float(query_qualities(data, hint).sum())
         share = None if time_limit is None else time_limit / 3

@@ -48,7 +48,7 @@ from dlsched.problems.inference import (
     query_qualities,
     utility,
 )
-from dlsched.registry import MethodSpec, check_option_values, check_options, register_method
+from dlsched.registry import BOOL, MethodSpec, check_option_values, check_options, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 
@@ -319,7 +319,7 @@ def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None =
     check_option_values(options, {"iterations": ("int", 1, None),
                                   "repair_every": ("int", 1, None),
                                   "bound_share": ("float>", 0, 1), "edf_beam": ("int", 0, None),
-                                  "improve": ("bool", None, None),
+                                  "improve": BOOL,
                                   "hint": ("str", None, None)}, ("hint",))
     data = inference_data(instance)
     t0 = time.perf_counter()
@@ -329,11 +329,6 @@ def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None =
     repair_every = int(options.get("repair_every", 10))
     share = float(options.get("bound_share", 0.5))
     edf_beam = int(options.get("edf_beam", 8))
-    if iterations < 1 or repair_every < 1 or not 0 < share <= 1 or edf_beam < 0:
-        raise InputError(f"iterations = {iterations}, repair_every = {repair_every}, "
-                         f"bound_share = {share}, edf_beam = {edf_beam}", field="options",
-                         fix="use iterations >= 1, repair_every >= 1, 0 < bound_share <= 1, "
-                             "edf_beam >= 0")
     hint_name = options.get("hint", "heuristic")
     cand, cand_val, source = None, -1.0, ""
     if hint_name:

@@ -53,13 +53,12 @@ from dlsched.problems.liquid import (
     liquid_data,
     topology_groups,
 )
-from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.registry import BOOL, MethodSpec, check_options, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 
 from .backend import (
     BACKENDS,
-    BOOL,
     Deadline,
     LinearModel,
     TimeUp,

@@ -51,7 +51,7 @@ from dlsched.problems.genie import (
     parse_genie_params,
 )
 from dlsched.problems.genie.model import Shape
-from dlsched.registry import MethodSpec, OptionRule, register_method
+from dlsched.registry import BOOL, MethodSpec, OptionRule, register_method
 
 WFAIR_ARRIVAL_WEIGHT = 0.5
 
@@ -338,7 +338,7 @@ METHODS = (
 )
 
 OPTION_RULES: dict[str, OptionRule] = {
-    "backfill": ("bool", None, None), "late_last": ("bool", None, None),
+    "backfill": BOOL, "late_last": BOOL,
     "request": ("int", 1, None), "arrival_weight": ("float", 0, 1)}
 """Values the number and on/off options may take (``request`` null: the default)."""
 

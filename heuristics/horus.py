@@ -27,7 +27,7 @@ from dlsched.instance import Instance
 from dlsched.jobs import Job
 from dlsched.method_support import decision_from_indices, fifo_can_start, heuristic_method
 from dlsched.problems.horus import parse_horus_params, share_costs
-from dlsched.registry import MethodSpec, register_method
+from dlsched.registry import BOOL, MethodSpec, register_method
 from dlsched.state import ClusterState, ViewPolicy, register_view_policy
 
 from .kmeans import kmeans_l1, normalize_columns
@@ -190,7 +190,7 @@ for _name, _fn, _kind, _allowed, _summary in (
 ):
     register_method(MethodSpec("horus", _name, _kind, heuristic_method(
         _fn, _allowed, {"queues": ("int", 1, 1000), "beta": ("int", 1, 1_000_000),
-                        "backfill": ("bool", None, None)}, ("queues", "beta")),
+                        "backfill": BOOL}, ("queues", "beta")),
         summary=_summary))
 
 

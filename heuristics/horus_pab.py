@@ -36,7 +36,7 @@ import numpy as np
 from dlsched.decision import Decision
 from dlsched.instance import Instance
 from dlsched.method_support import decision_from_indices, heuristic_method
-from dlsched.registry import MethodSpec, register_method
+from dlsched.registry import BOOL, MethodSpec, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 from dlsched.state import ClusterState
@@ -151,7 +151,7 @@ register_method(MethodSpec(
     "horus", "pab", "baseline",
     heuristic_method(pab, ("warmup_s", "threshold", "serial", "policy_state"),
                      {"warmup_s": ("float", 0, None), "threshold": ("float>", 0, 1),
-                      "serial": ("bool", None, None), "policy_state": ("mapping", None, None)},
+                      "serial": BOOL, "policy_state": ("mapping", None, None)},
                      ("policy_state",)),
     summary="Performance-aware Bin Packing: OBP packing, requeue a job whose placement "
             "halves a job's speed after a warm-up (simulator policy)"))

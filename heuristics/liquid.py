@@ -41,6 +41,7 @@ from dlsched.instance import Instance
 from dlsched.method_support import heuristic_method
 from dlsched.problems.liquid import EPS, LiquidData, decision_from_assignment, liquid_data
 from dlsched.registry import (
+    BOOL,
     MethodSpec,
     OptionRule,
     check_option_values,
@@ -336,7 +337,7 @@ GGA_RULES: dict[str, OptionRule] = {
     "population": ("int", 2, 10_000), "tournament": ("int", 1, 10_000),
     "crossover_rate": ("float", 0, 1), "mutation_rate": ("float", 0, 1),
     "stall_generations": ("int", 1, 10_000_000), "max_generations": ("int", 0, 10_000_000),
-    "node_weight": ("float", 0, 1e6), "seed_bestfit": ("bool", None, None)}
+    "node_weight": ("float", 0, 1e6), "seed_bestfit": BOOL}
 """Values the grouping GA's options may take (also those of ``gga-ls``)."""
 
 

@@ -35,7 +35,7 @@ from dlsched.instance import Instance
 from dlsched.jobs import Job
 from dlsched.method_support import fifo_can_start, free_gpus_by_server, heuristic_method
 from dlsched.problems.sched2 import locality_slowdown, parse_sched2_params
-from dlsched.registry import MethodSpec, register_method
+from dlsched.registry import BOOL, MethodSpec, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 from dlsched.state import ViewPolicy, register_view_policy
@@ -181,7 +181,7 @@ def _method(rule: str):
         return MethodOutput(decision, Status.FEASIBLE, extra=extra)
 
     return heuristic_method(run_rule, ("backfill", "window", "policy_state"),
-                            {"backfill": ("bool", None, None), "window": ("int", 1, None),
+                            {"backfill": BOOL, "window": ("int", 1, None),
                              "policy_state": ("mapping", None, None)},
                             ("window", "policy_state"))
 

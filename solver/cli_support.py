@@ -101,8 +101,6 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-
-
 def seed_value(text: str) -> int:
     """argparse ``type=`` of a ``--seed`` option: an integer from 0 to :data:`MAX_SEED`.
 

@@ -79,6 +79,8 @@ OptionRule = tuple[str, float | None, float | None]
 ``"float"`` or ``"bool"``, bounds inclusive, ``None`` for no bound; kind ``"float>"`` is a
 float strictly above its lowest (e.g. ``("float>", 0, None)``: a positive number); kinds
 ``"str"`` and ``"mapping"`` check the type only (bounds ``None``)."""
+BOOL: OptionRule = ("bool", None, None)
+"""The rule of an on/off option."""
 
 
 def check_option_values(options: Mapping[str, Any], rules: Mapping[str, OptionRule],

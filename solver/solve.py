@@ -14,7 +14,7 @@ from .gaps import is_proven_optimal, relative_gap
 from .instance import Instance
 from .instance_io import load_instance
 from .problems import get_problem
-from .registry import get_method
+from .registry import MethodSpec, get_method
 from .result import ModelSize, Result, Status
 from .validate import validate
 
@@ -50,15 +50,26 @@ MAX_SEED = 2**31 - 1
 OPTION_FAILURES = (TypeError, ValueError, OverflowError, MemoryError, IndexError, KeyError,
                    AttributeError)
 """What a method raises on an option value of the wrong type or range that it does not
-check itself; with options given, :func:`solve` reports it as bad input."""
+check itself; with options given, :func:`run_method` reports it as bad input."""
 
 
-def option_error(method: str, options: dict[str, Any], exc: BaseException) -> InputError:
-    """The InputError of a method that failed on the options it was given."""
-    text = " ".join(str(exc).split())[:160]
-    return InputError(f"method {method!r} failed on its options {sorted(options)}: "
-                      f"{type(exc).__name__}: {text}", field="options",
-                      fix="check the option values (types and ranges) the method takes")
+def run_method(spec: MethodSpec, instance: Instance, *, backend: str | None,
+               time_limit: float | None, seed: int, options: dict[str, Any],
+               given: dict[str, Any] | None = None) -> MethodOutput:
+    """``spec.run`` with ``options``; an :data:`OPTION_FAILURES` error it raises while the
+    user gave options (``given``, default ``options``) becomes an InputError naming them."""
+    try:
+        return spec.run(instance, backend=backend, time_limit=time_limit, seed=seed,
+                        **options)
+    except OPTION_FAILURES as exc:
+        given = options if given is None else given
+        if not given or isinstance(exc, InputError):
+            raise
+        text = " ".join(str(exc).split())[:160]
+        raise InputError(f"method {spec.name!r} failed on its options {sorted(given)}: "
+                         f"{type(exc).__name__}: {text}", field="options",
+                         fix="check the option values (types and ranges) the method takes"
+                         ) from None
 
 
 def solve(
@@ -127,14 +138,8 @@ def solve(
 
     start = time.perf_counter()
     try:
-        try:
-            out: MethodOutput = spec.run(
-                instance, backend=backend, time_limit=time_limit, seed=seed, **options
-            )
-        except OPTION_FAILURES as exc:
-            if not options or isinstance(exc, InputError):
-                raise
-            raise option_error(method, options, exc) from None
+        out = run_method(spec, instance, backend=backend, time_limit=time_limit, seed=seed,
+                         options=options)
     except InputError as exc:
         return Result(
             status=Status.INVALID_INPUT,

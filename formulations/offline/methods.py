@@ -35,12 +35,12 @@ from dlsched.decision import Decision
 from dlsched.errors import InputError
 from dlsched.gaps import is_proven_optimal
 from dlsched.instance import Instance
-from dlsched.registry import MethodSpec, OptionRule, check_options, register_method
+from dlsched.registry import BOOL, MethodSpec, OptionRule, check_options, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 from dlsched.validate import evaluate
 
-from ..backend import BOOL, Deadline, check_exact_options
+from ..backend import Deadline, check_exact_options
 from ..cpsat_backend import CpSatRun, model_size, run_cpsat, write_proto
 from .bnb import branch_and_bound
 from .data import (

@@ -8,10 +8,8 @@ import math
 import shlex
 import sys
 
-from ..cli_support import seed_value
+from ..cli_support import EXIT_OK, seed_value
 from ..errors import InputError
-
-EXIT_OK = 0  # dlsched.cli_support.EXIT_OK (library modules do not import cli modules)
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:

@@ -85,7 +85,7 @@ from ..jobs import Job, RunningJob
 from ..problems import get_problem
 from ..registry import get_method
 from ..result import Status
-from ..solve import OPTION_FAILURES, MethodError, option_error, solve
+from ..solve import MethodError, run_method, solve
 from ..state import view_policy
 from ..validate import validate
 from .checks import check_live, check_requeue, check_schedule
@@ -233,13 +233,9 @@ class _Caller:
                     self.no_solution += 1
                     decision = Decision()
             else:
-                try:
-                    out = self.spec.run(snapshot, backend=p.backend, time_limit=p.time_limit,
-                                        seed=p.seed, **options)
-                except OPTION_FAILURES as exc:
-                    if not p.options or isinstance(exc, InputError):
-                        raise
-                    raise option_error(p.method, p.options, exc) from None
+                out = run_method(self.spec, snapshot, backend=p.backend,
+                                 time_limit=p.time_limit, seed=p.seed, options=options,
+                                 given=dict(p.options))
                 extra = out.extra
                 decision = out.decision if out.decision is not None else Decision()
                 if out.decision is None:
