@@ -30,8 +30,14 @@ Why this is exact (not a restriction):
   paper's κ ∈ {1, 0.5} and Δ = 1000 ms), so Σ v / S is Σ Q exactly and the solver's
   bound divided by S is a proven bound. When that S would exceed 10^7, S = 10^6 and the
   bound is relaxed by n / S (each v is at most one unit below its real value);
-* symmetry: interchangeable GPUs (same type) are ordered by their number of used slots.
-A heuristic schedule (the Eq. 2 policy run on the window) is given as a hint.
+* symmetry: interchangeable GPUs (same type, slot count and free time) are ordered by
+  their number of used slots: swapping their sequences makes any schedule satisfy it.
+  GPUs free at different times are not interchangeable and are not ordered;
+* horizon: every start lies in [0, max(last hard deadline, latest GPU free time) +
+  longest batch] (a GPU busy past every hard deadline keeps its slots unused).
+A heuristic schedule (the Eq. 2 policy run on the window) is given as a hint (its
+sequences relabelled to satisfy the symmetry order); ``extra["hint_used"]`` says whether
+CP-SAT took it (False: it did not fit the slots or could not be completed).
 
 Option ``lagrange`` (iterations, default 0 = off): the Lagrangian bound U of
 :mod:`.inference_lagrange` (proven for any multipliers) is computed first; Σ v <= floor(S U)
@@ -78,6 +84,16 @@ def slot_bound(data: InferenceData, g: int) -> int:
     return max(1, min(n, span // d_min))
 
 
+def interchangeable(data: InferenceData, slots: list[int], gpu_free: list[int] | None,
+                    g: int) -> bool:
+    """GPUs g − 1 and g can swap schedules: same type, same slot count, same free time
+    (GPUs free at different times are not interchangeable, so ordering them would cut
+    schedules off)."""
+    free = gpu_free or [0] * len(data.gpu_ids)
+    return (g > 0 and data.gpu_type[g] == data.gpu_type[g - 1]
+            and slots[g] == slots[g - 1] and free[g] == free[g - 1])
+
+
 def build_model(data: InferenceData, slots: list[int], scale: int,
                 gpu_free: list[int] | None = None, objective_cap: int | None = None):
     """The CP-SAT model and its variables (see the module docstring); GPU g is free from
@@ -85,7 +101,8 @@ def build_model(data: InferenceData, slots: list[int], scale: int,
     scaled objective Σ v, added as a constraint (a valid cut: it removes no schedule)."""
     m = cp_model.CpModel()
     n, num_gpus = data.num_queries, len(data.gpu_ids)
-    horizon = int(data.hard.max()) + int(data.delay[data.delay >= 0].max())
+    latest = max([int(data.hard.max())] + [int(f) for f in (gpu_free or [])])
+    horizon = latest + int(data.delay[data.delay >= 0].max())
     kmax = float(data.kappa.max())
     arrival, soft, hard = data.arrival.tolist(), data.soft.tolist(), data.hard.tolist()
     u: dict[tuple[int, int, int, int], Any] = {}
@@ -172,7 +189,7 @@ def build_model(data: InferenceData, slots: list[int], scale: int,
         m.Add(value == sum(v[key] for key in keys))
         total.append(value)
     for g in range(1, num_gpus):
-        if data.gpu_type[g] == data.gpu_type[g - 1] and slots[g] == slots[g - 1]:
+        if interchangeable(data, slots, gpu_free, g):
             m.Add(sum(used[g, k] for k in range(slots[g]))
                   <= sum(used[g - 1, k] for k in range(slots[g - 1])))
     if objective_cap is not None:
@@ -181,14 +198,28 @@ def build_model(data: InferenceData, slots: list[int], scale: int,
     return m, u, x, start, used
 
 
-def _hint(model, data: InferenceData, hint: InferenceDecision, u, x, start, used, slots):
+def _hint(model, data: InferenceData, hint: InferenceDecision, u, x, start, used, slots,
+          gpu_free: list[int] | None = None) -> bool:
+    """Hint ``hint``'s batches slot by slot; False when they do not fit the slots."""
     per_gpu: dict[int, list[Batch]] = {}
     for b in hint.batches:
         per_gpu.setdefault(data.gpu_index[b.gpu], []).append(b)
     for g, rows in per_gpu.items():
         rows.sort(key=lambda b: b.start)
         if len(rows) > slots[g]:
-            return  # the hint does not fit the slots; solve without it
+            return False
+    # the model orders interchangeable GPUs by their batch counts: hand the busiest
+    # sequences to the first GPU of each run of interchangeable ones
+    g = 0
+    while g < len(data.gpu_ids):
+        last = g
+        while last + 1 < len(data.gpu_ids) and interchangeable(data, slots, gpu_free,
+                                                                last + 1):
+            last += 1
+        seqs = sorted((per_gpu.get(h, []) for h in range(g, last + 1)), key=len, reverse=True)
+        for h, rows in zip(range(g, last + 1), seqs, strict=True):
+            per_gpu[h] = rows
+        g = last + 1
     for g in range(len(data.gpu_ids)):
         rows = per_gpu.get(g, [])
         t = int(data.gpu_type[g])
@@ -206,11 +237,13 @@ def _hint(model, data: InferenceData, hint: InferenceDecision, u, x, start, used
             for (q, gg, kk), var in x.items():
                 if gg == g and kk == k:
                     model.AddHint(var, q in members)
+    return True
 
 
-def _complete_hint(model: cp_model.CpModel, time_limit: float | None) -> None:
+def _complete_hint(model: cp_model.CpModel, time_limit: float | None) -> bool:
     """Extend a partial hint to every variable (a solve with the hinted values fixed), so
-    the search starts from the hinted schedule; a hint that does not complete is dropped."""
+    the search starts from the hinted schedule; a hint that does not complete is dropped
+    (False)."""
     solver = cp_model.CpSolver()
     solver.parameters.fix_variables_to_their_hinted_value = True
     solver.parameters.num_workers = 1
@@ -218,10 +251,11 @@ def _complete_hint(model: cp_model.CpModel, time_limit: float | None) -> None:
     code = solver.Solve(model)
     model.ClearHints()
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return
+        return False
     for i in range(len(model.Proto().variables)):
         var = model.GetIntVarFromProtoIndex(i)
         model.AddHint(var, solver.Value(var))
+    return True
 
 
 def solve_window(instance: Instance, *, time_limit: float | None, seed: int = 0,
@@ -251,9 +285,10 @@ def solve_window(instance: Instance, *, time_limit: float | None, seed: int = 0,
     if upper is not None and not restricted:
         objective_cap = math.floor(upper * scale + 1e-6)
     model, u, x, start, used = build_model(data, slots, scale, gpu_free, objective_cap)
+    hint_used = None
     if hint is not None:
-        _hint(model, data, hint, u, x, start, used, slots)
-        _complete_hint(model, time_limit)
+        hint_used = (_hint(model, data, hint, u, x, start, used, slots, gpu_free)
+                     and _complete_hint(model, time_limit))
     build = time.perf_counter() - t0
     run = run_cpsat(model, time_limit, seed, workers=workers)
     decision = bound = None
@@ -278,7 +313,8 @@ def solve_window(instance: Instance, *, time_limit: float | None, seed: int = 0,
         bound = None
     return MethodOutput(decision, status, bound, model_size(model), build, run.log, message,
                         extra={"solve_time": run.solve_time, "scale": scale,
-                               "exact_scale": exact_scale, "slots": slots})
+                               "exact_scale": exact_scale, "slots": slots,
+                               "hint_used": hint_used})
 
 
 def _read_decision(data: InferenceData, solver, u, x, start, slots,

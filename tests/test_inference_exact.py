@@ -9,7 +9,9 @@ import pytest
 from inference_factories import G2, P2, tiny_instance
 
 from dlsched import solve
+from dlsched.formulations.inference import solve_window
 from dlsched.problems import get_problem
+from dlsched.problems.inference import Batch, InferenceDecision, inference_data, query_qualities
 from dlsched.validate import validate
 
 KAPPA = {"full": 1.0, "tiny": 0.5}
@@ -33,16 +35,19 @@ def _duration(model, gtype, n):
     return None
 
 
-def brute_force(queries, gpus) -> float:
-    """Best Σ Q over every sequence of batches on every GPU (left-shifted starts)."""
+def brute_force(queries, gpus, free=None) -> float:
+    """Best Σ Q over every sequence of batches on every GPU (left-shifted starts); GPU g
+    is free from ``free[g]`` (default 0)."""
     best = 0.0
+    free0 = list(free) if free is not None else [0] * len(gpus)
 
     def rec(remaining: frozenset, g: int, free: int, value: float) -> None:
         nonlocal best
         best = max(best, value)
         if g >= len(gpus) or not remaining:
             return
-        rec(remaining, g + 1, 0, value)  # this GPU runs nothing more
+        if g + 1 < len(gpus):
+            rec(remaining, g + 1, free0[g + 1], value)  # this GPU runs nothing more
         items = sorted(remaining)
         for r in range(1, len(items) + 1):
             for subset in itertools.combinations(items, r):
@@ -56,7 +61,7 @@ def brute_force(queries, gpus) -> float:
                                for q in subset)
                     rec(remaining - set(subset), g, end, value + gain)
 
-    rec(frozenset(range(len(queries))), 0, 0, 0.0)
+    rec(frozenset(range(len(queries))), 0, free0[0], 0.0)
     return best
 
 
@@ -84,6 +89,48 @@ def test_exact_matches_brute_force(seed, gpus):
     expect = brute_force(queries, gpus)
     assert res.objective == pytest.approx(expect, abs=1e-9)
     assert res.bound == pytest.approx(expect, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("gpus", [("p2", "p2"), ("p2", "g2")])
+def test_exact_with_busy_gpus_matches_brute_force(seed, gpus):
+    # the exact-window oracle hands each window the GPUs' free times; some lie past every
+    # hard deadline (a GPU that cannot serve anything), some differ on identical GPUs
+    rng = np.random.default_rng(500 + seed)
+    queries = random_window(rng, 4)
+    free = [int(f) for f in rng.choice([0, 150, 400, 2500], size=2)]
+    inst = tiny_instance(queries, gpus=gpus)
+    out = solve_window(inst, time_limit=60, gpu_free=free)
+    assert out.status.value == "optimal"
+    assert validate(inst, out.decision).ok
+    for b in out.decision.batches:
+        assert b.start >= free[int(b.gpu[-1])]
+    expect = brute_force(queries, gpus, free)
+    assert float(query_qualities(inference_data(inst), out.decision).sum()) == pytest.approx(
+        expect, abs=1e-9)
+
+
+def test_exact_serves_on_the_free_gpu_when_the_other_is_busy_past_the_horizon():
+    # one query (soft 1000): GPU 0 is busy until 5000, after its hard deadline; on GPU 1
+    # a full batch of one (100 ms) ends at 100 <= 1000: Q = 1. (The model once bounded
+    # every start by the last hard deadline + the longest batch and called this infeasible.)
+    inst = tiny_instance([(0, 1000, 2000)], gpus=("p2", "p2"))
+    out = solve_window(inst, time_limit=30, gpu_free=[5000, 0])
+    assert out.status.value == "optimal"
+    assert [(b.gpu, b.start, b.end) for b in out.decision.batches] == [("gpu1", 0, 100)]
+
+
+def test_exact_takes_a_hint_whose_second_gpu_is_the_busier():
+    # identical GPUs are ordered by batch count in the model; a hint with more batches on
+    # gpu1 is relabelled, not dropped
+    inst = tiny_instance([(0, 1000, 2000), (0, 1000, 2000)], gpus=("p2", "p2"))
+    hint = InferenceDecision(batches=(Batch("gpu1", "full", 0, 100, (0,)),
+                                      Batch("gpu1", "full", 100, 200, (1,))))
+    assert validate(inst, hint).ok
+    out = solve_window(inst, time_limit=30, hint=hint)
+    assert out.extra["hint_used"] is True
+    assert out.status.value == "optimal"
+    assert float(query_qualities(inference_data(inst), out.decision).sum()) == 2.0
 
 
 def test_exact_by_hand_prefers_tiny_for_urgent_pair():
