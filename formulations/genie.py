@@ -179,12 +179,13 @@ def build_model(data: GenieData, backend: str, deadline: Deadline | None = None
 
 def _hint_values(data: GenieData, gm: GenieModel, decision: Decision) -> dict[Any, float]:
     """A warm start from a decision: each started task's shape and servers, where the
-    model has them (other variables 0)."""
+    model has them (other variables 0), with interchangeable servers relabelled so the
+    hint obeys the symmetry rows (else the solvers would discard it)."""
     if not isinstance(decision, Decision):
         raise InputError("initial_solution is not a Decision", field="initial_solution",
                          fix="pass a dlsched.Decision, e.g. a heuristic's result.decision")
     inst = data.instance
-    values: dict[Any, float] = {var: 0.0 for var in (*gm.y.values(), *gm.z.values())}
+    chosen: dict[int, tuple[int, list[int]]] = {}
     for pl in decision.placements:
         j = inst.job_index.get(pl.job)
         gpus = [inst.cluster.gpu_index[g] for g in pl.gpus if g in inst.cluster.gpu_index]
@@ -195,12 +196,36 @@ def _hint_values(data: GenieData, gm: GenieModel, decision: Decision) -> dict[An
         for k, opt in enumerate(data.table.options[j]):
             shape = opt.shape
             if (j, k) in gm.y and shape.nodes == len(nodes) and shape.gpus_per_node == per:
-                values[gm.y[j, k]] = 1.0
-                for n in nodes:
-                    if (j, k, n) in gm.z:
-                        values[gm.z[j, k, n]] = 1.0
+                chosen[j] = (k, nodes)
                 break
+    relabel = _symmetric_relabel(data, chosen)
+    values: dict[Any, float] = {var: 0.0 for var in (*gm.y.values(), *gm.z.values())}
+    for j, (k, nodes) in chosen.items():
+        values[gm.y[j, k]] = 1.0
+        for n in nodes:
+            if (j, k, relabel.get(n, n)) in gm.z:
+                values[gm.z[j, k, relabel.get(n, n)]] = 1.0
     return values
+
+
+def _symmetric_relabel(data: GenieData, chosen: dict[int, tuple[int, list[int]]]
+                       ) -> dict[int, int]:
+    """Server -> server: within each run of interchangeable servers (the symmetric pairs,
+    chained), the busiest in ``chosen`` first, as the symmetry rows demand."""
+    used: dict[int, int] = {}
+    for j, (k, nodes) in chosen.items():
+        for n in nodes:
+            used[n] = used.get(n, 0) + data.options[j, k].shape.gpus_per_node
+    nxt = dict(data.symmetric_pairs)
+    heads = set(nxt) - set(nxt.values())
+    mapping: dict[int, int] = {}
+    for head in heads:
+        run = [head]
+        while run[-1] in nxt:
+            run.append(nxt[run[-1]])
+        order = sorted(run, key=lambda n: -used.get(n, 0))
+        mapping.update({old: new for new, old in zip(run, order, strict=True)})
+    return mapping
 
 
 def run_exact(instance: Instance, *, backend: str, time_limit: float | None, seed: int = 0,
