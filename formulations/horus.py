@@ -253,9 +253,15 @@ def _twins(instance: Instance, pairs: list[tuple[int, int]], free_mem: np.ndarra
     return out
 
 
-def horus_data(instance: Instance, *, reduce: bool = True, symmetry: bool = True
-               ) -> HorusData:
-    """Candidate pairs with their certificate, free capacities, utilization ranges."""
+def horus_data(instance: Instance, *, reduce: bool = True, symmetry: bool = True,
+               extra_pairs: list[tuple[int, int]] = ()) -> HorusData:
+    """Candidate pairs with their certificate, free capacities, utilization ranges.
+
+    ``extra_pairs``: feasible (job, GPU) pairs to add to the model beyond the certified
+    candidates (a warm start's: without them the reduced model could not take it). The
+    certificate is the candidates' own; more pairs keep it true (the exchange argument
+    only needs the cheapest prefix among a job's pairs).
+    """
     costs = horus_costs(instance)
     c = instance.cluster
     util, mem = instance.gpu_usage
@@ -265,6 +271,9 @@ def horus_data(instance: Instance, *, reduce: bool = True, symmetry: bool = True
     tight = tight_servers(instance, free_cpu, free_ram)
     chosen = candidate_pairs(instance, costs, feasible, tight, reduce=reduce)
     pairs, cert = chosen.pairs, chosen.certificate
+    known = set(pairs)
+    extra = sorted({(j, g) for j, g in extra_pairs if feasible[j, g]} - known)
+    pairs = pairs + extra if extra else pairs
     colocation = costs.params.cost_model == "colocation"
     util_hi = costs.base_util.copy()
     if colocation:
@@ -484,7 +493,7 @@ def solve_round(data: HorusData, backend: str, cuts: CutPoints, deadline: Deadli
     t0 = time.perf_counter()
     hm = build_model(data, backend, cuts, deadline)
     if hint is not None:
-        hm.model.hint(_hint_values(hm, hint))
+        hm.model.hint(_hint_values(hm, hint, data.symmetric))
     build = time.perf_counter() - t0
     run = hm.model.solve(solver_params(deadline, seed, num_workers, solver_options))
     chosen = None
@@ -505,8 +514,23 @@ def solve_round(data: HorusData, backend: str, cuts: CutPoints, deadline: Deadli
     return RoundOutcome(run, hm.model.size(), build, chosen, new)
 
 
-def _hint_values(hm: HorusModel, chosen: dict[int, list[int]]) -> dict[Any, float]:
-    on = {(j, g) for j, gpus in chosen.items() for g in gpus}
+def _hint_values(hm: HorusModel, chosen: dict[int, list[int]],
+                 symmetric: list[tuple[int, int]] = ()) -> dict[Any, float]:
+    """Hint values; within each run of twin GPUs the jobs are relabelled busiest GPU first,
+    as the symmetry rows demand (else the solvers would discard the hint)."""
+    count: dict[int, int] = {}
+    for gpus in chosen.values():
+        for g in gpus:
+            count[g] = count.get(g, 0) + 1
+    nxt = dict(symmetric)
+    relabel: dict[int, int] = {}
+    for head in set(nxt) - set(nxt.values()):
+        run = [head]
+        while run[-1] in nxt:
+            run.append(nxt[run[-1]])
+        order = sorted(run, key=lambda g: -count.get(g, 0))
+        relabel.update({old: new for new, old in zip(run, order, strict=True)})
+    on = {(j, relabel.get(g, g)) for j, gpus in chosen.items() for g in gpus}
     values: dict[Any, float] = {var: float(key in on) for key, var in hm.x.items()}
     values.update({var: float(j in chosen) for j, var in enumerate(hm.y)})
     return values
@@ -547,11 +571,12 @@ def run_exact(instance: Instance, *, backend: str, time_limit: float | None, see
                          "initial_solution": initial_solution},
                         {"reduce": BOOL, "symmetry": BOOL})
     deadline = Deadline(time_limit)
-    data = horus_data(instance, reduce=bool(reduce), symmetry=bool(symmetry))
+    hint = None if initial_solution is None else _chosen_from(instance, initial_solution)
+    data = horus_data(instance, reduce=bool(reduce), symmetry=bool(symmetry),
+                      extra_pairs=[(j, g) for j, gpus in (hint or {}).items() for g in gpus])
     if backend == "cpsat" and data.colocation:  # its LP carries the t-rows' bound
         solver_options = {"linearization_level": 2, **(solver_options or {})}
     cuts: CutPoints = initial_cut_points(data) if data.colocation else {}
-    hint = None if initial_solution is None else _chosen_from(instance, initial_solution)
     rounds = 0
     build_time = solve_time = 0.0
     last: RoundOutcome | None = None  # the latest round that found a solution
@@ -581,6 +606,7 @@ def run_exact(instance: Instance, *, backend: str, time_limit: float | None, see
         raise RuntimeError("Horus candidate certificate does not hold")
     extra = {"solve_time": solve_time, "rounds": rounds,
              "cut_points": sum(len(v) for v in cuts.values()),
+             "hint_pairs": len(data.pairs) - data.certificate.candidate_pairs,
              "certificate": data.certificate.to_dict()}
     if last is None:
         return MethodOutput(None, status, None, None, build_time, message=message, extra=extra)

@@ -215,3 +215,38 @@ def test_reduction_and_symmetry_do_not_change_paper_scale_optimum():
     assert reduced.objective == pytest.approx(full.objective, abs=1e-6)
     cert = reduced.extra["certificate"]
     assert cert["holds"] and cert["candidate_pairs"] * 10 < cert["feasible_pairs"]
+
+
+# ------------------------------------------------------------------ warm starts
+@pytest.mark.parametrize("heuristic", ["fifo", "obp"])
+def test_warm_start_outside_the_candidates_keeps_the_optimum(backend, heuristic, cpu_optima):
+    # the heuristics place jobs on GPUs the reduction leaves out; their pairs join the
+    # model (hint_pairs) and the optimum stays the brute force's
+    for seed in CPU_SEEDS:
+        inst = cpu_bound_instance(seed)
+        start = solve(inst, heuristic).decision
+        result = solve(inst, "exact", backend=backend, time_limit=30, initial_solution=start)
+        assert result.status is Status.OPTIMAL, seed
+        assert result.extra["certificate"]["holds"]
+        assert result.objective == pytest.approx(cpu_optima["paper", seed], abs=1e-6), seed
+
+
+def test_heuristic_warm_starts_are_solutions_of_the_model():
+    # the paper's scale, 128 x 8 GPUs: before, every fifo / greedy / obp start used GPUs
+    # outside the candidates, so CP-SAT found the hint infeasible and dropped it
+    from ortools.sat.python import cp_model
+
+    from dlsched.formulations import horus as exact_horus
+
+    inst = generate_horus(seed=0, busy=0.5)
+    for heuristic in ("fifo", "greedy", "obp"):
+        chosen = exact_horus._chosen_from(inst, solve(inst, heuristic).decision)
+        data = exact_horus.horus_data(
+            inst, extra_pairs=[(j, g) for j, gpus in chosen.items() for g in gpus])
+        hm = exact_horus.build_model(data, "cpsat", {})
+        hm.model.hint(exact_horus._hint_values(hm, chosen, data.symmetric))
+        solver = cp_model.CpSolver()
+        solver.parameters.fix_variables_to_their_hinted_value = True
+        solver.parameters.num_workers = 1
+        solver.parameters.max_time_in_seconds = 30.0
+        assert solver.Solve(hm.model.cp) in (cp_model.OPTIMAL, cp_model.FEASIBLE), heuristic
