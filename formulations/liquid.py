@@ -308,7 +308,29 @@ def _hint_values(md: ModelData, lm: LiquidModel, decision: Decision) -> dict[Any
         raise InputError(f"initial_solution does not fit this batch: {exc}",
                          field="initial_solution", fix="pass a decision for this instance"
                          ) from None
+    assign = symmetric_assignment(md, np.asarray(assign, dtype=np.int64))
     return {v: float(assign[c] == n) for (c, n), v in lm.x.items()}
+
+
+def symmetric_assignment(md: ModelData, assign: np.ndarray) -> np.ndarray:
+    """The same placement in the order family 6 demands (so a hint survives it): within
+    each class of interchangeable servers, non-empty servers first by the least container
+    type they hold; then identical containers on non-decreasing servers. Both moves keep
+    every load, group and cost (the servers of a class share all of them)."""
+    out = assign.copy()
+    c_type = md.c_type
+    for cls in md.classes:
+        least = {n: min((int(c_type[c]) for c in np.flatnonzero(out == n)), default=None)
+                 for n in cls}
+        order = sorted(cls, key=lambda n: (least[n] is None, least[n] or 0))
+        relabel = {old: new for new, old in zip(cls, order, strict=True)}
+        out = np.array([relabel.get(int(n), int(n)) for n in out], dtype=np.int64)
+    start = 0
+    for c in range(1, len(out) + 1):
+        if c == len(out) or c_type[c] != c_type[start]:
+            out[start:c] = np.sort(out[start:c])
+            start = c
+    return out
 
 
 def export_model(instance: Instance, path: str | Path, fmt: str) -> None:
