@@ -4,7 +4,7 @@ order its symmetry rules demand."""
 from __future__ import annotations
 
 import pytest
-from ortools.sat.python import cp_model
+from hints import hint_is_a_solution
 
 from dlsched import Instance, Job, homogeneous_cluster
 from dlsched.decision import Decision, Placement
@@ -51,8 +51,4 @@ def test_the_greedy_warm_start_is_a_solution_of_the_model(seed):
     hint = grid_hint(model.data, dec)
     assert sorted(hint) == list(range(model.data.num_jobs))  # every job hinted
     _hint(model, dec)
-    solver = cp_model.CpSolver()
-    solver.parameters.fix_variables_to_their_hinted_value = True
-    solver.parameters.num_workers = 1
-    solver.parameters.max_time_in_seconds = 30.0
-    assert solver.Solve(model.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    assert hint_is_a_solution(model.model)
