@@ -49,6 +49,7 @@ from .backend import (
     solver_params,
 )
 from .backends import new_model
+from .symmetry_hints import chained_runs, relabel_in_runs
 
 
 @dataclass(frozen=True)
@@ -216,16 +217,7 @@ def _symmetric_relabel(data: GenieData, chosen: dict[int, tuple[int, list[int]]]
     for j, (k, nodes) in chosen.items():
         for n in nodes:
             used[n] = used.get(n, 0) + data.options[j, k].shape.gpus_per_node
-    nxt = dict(data.symmetric_pairs)
-    heads = set(nxt) - set(nxt.values())
-    mapping: dict[int, int] = {}
-    for head in heads:
-        run = [head]
-        while run[-1] in nxt:
-            run.append(nxt[run[-1]])
-        order = sorted(run, key=lambda n: -used.get(n, 0))
-        mapping.update({old: new for new, old in zip(run, order, strict=True)})
-    return mapping
+    return relabel_in_runs(chained_runs(data.symmetric_pairs), lambda n: used.get(n, 0))
 
 
 def run_exact(instance: Instance, *, backend: str, time_limit: float | None, seed: int = 0,

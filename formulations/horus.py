@@ -70,6 +70,7 @@ from .backend import (
     solver_params,
 )
 from .backends import new_model
+from .symmetry_hints import chained_runs, relabel_in_runs
 
 CutPoints = dict[int, set[int]]
 """GPU index → whole percents at which the colocation model must equal f exactly."""
@@ -522,14 +523,7 @@ def _hint_values(hm: HorusModel, chosen: dict[int, list[int]],
     for gpus in chosen.values():
         for g in gpus:
             count[g] = count.get(g, 0) + 1
-    nxt = dict(symmetric)
-    relabel: dict[int, int] = {}
-    for head in set(nxt) - set(nxt.values()):
-        run = [head]
-        while run[-1] in nxt:
-            run.append(nxt[run[-1]])
-        order = sorted(run, key=lambda g: -count.get(g, 0))
-        relabel.update({old: new for new, old in zip(run, order, strict=True)})
+    relabel = relabel_in_runs(chained_runs(symmetric), lambda g: count.get(g, 0))
     on = {(j, relabel.get(g, g)) for j, gpus in chosen.items() for g in gpus}
     values: dict[Any, float] = {var: float(key in on) for key, var in hm.x.items()}
     values.update({var: float(j in chosen) for j, var in enumerate(hm.y)})

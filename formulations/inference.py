@@ -72,6 +72,7 @@ from dlsched.solve import MethodOutput
 from .cpsat_backend import model_size, run_cpsat
 from .inference_lagrange import lagrangian_bound
 from .inference_scale import proven_optimal, quality_scale
+from .symmetry_hints import chained_runs, relabel_in_runs
 
 
 def slot_bound(data: InferenceData, g: int) -> int:
@@ -210,16 +211,10 @@ def _hint(model, data: InferenceData, hint: InferenceDecision, u, x, start, used
             return False
     # the model orders interchangeable GPUs by their batch counts: hand the busiest
     # sequences to the first GPU of each run of interchangeable ones
-    g = 0
-    while g < len(data.gpu_ids):
-        last = g
-        while last + 1 < len(data.gpu_ids) and interchangeable(data, slots, gpu_free,
-                                                                last + 1):
-            last += 1
-        seqs = sorted((per_gpu.get(h, []) for h in range(g, last + 1)), key=len, reverse=True)
-        for h, rows in zip(range(g, last + 1), seqs, strict=True):
-            per_gpu[h] = rows
-        g = last + 1
+    twins = [(g - 1, g) for g in range(1, len(data.gpu_ids))
+             if interchangeable(data, slots, gpu_free, g)]
+    relabel = relabel_in_runs(chained_runs(twins), lambda g: len(per_gpu.get(g, [])))
+    per_gpu = {relabel.get(g, g): rows for g, rows in per_gpu.items()}
     for g in range(len(data.gpu_ids)):
         rows = per_gpu.get(g, [])
         t = int(data.gpu_type[g])

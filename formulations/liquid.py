@@ -66,6 +66,7 @@ from .backend import (
     solver_params,
 )
 from .backends import new_model
+from .symmetry_hints import relabel_in_runs
 
 
 @dataclass(frozen=True)
@@ -320,10 +321,9 @@ def symmetric_assignment(md: ModelData, assign: np.ndarray) -> np.ndarray:
     out = assign.copy()
     c_type = md.c_type
     for cls in md.classes:
-        least = {n: min((int(c_type[c]) for c in np.flatnonzero(out == n)), default=None)
-                 for n in cls}
-        order = sorted(cls, key=lambda n: (least[n] is None, least[n] or 0))
-        relabel = {old: new for new, old in zip(cls, order, strict=True)}
+        held = {n: [int(c_type[c]) for c in np.flatnonzero(out == n)] for n in cls}
+        order_key = {n: (not types, min(types, default=0)) for n, types in held.items()}
+        relabel = relabel_in_runs([cls], order_key.__getitem__, largest_first=False)
         out = np.array([relabel.get(int(n), int(n)) for n in out], dtype=np.int64)
     start = 0
     for c in range(1, len(out) + 1):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dlsched.decision import Decision
 
+from ..symmetry_hints import relabel_in_runs
 from .data import OfflineData
 
 
@@ -60,10 +61,10 @@ def grid_hint(data: OfflineData, decision: Decision) -> dict[int, tuple[int, int
     for group in data.server_classes():
         columns = {s: tuple(data.modes[j][hint[j][0]].counts[s] if j in hint else 0
                             for j in range(data.num_jobs)) for s in group}
-        order = sorted(group, key=columns.__getitem__, reverse=True)  # new position -> old
+        relabel = relabel_in_runs([group], columns.__getitem__)
         for j, (k, s0) in list(hint.items()):
             counts = list(data.modes[j][k].counts)
-            for new, old in zip(group, order, strict=True):
+            for old, new in relabel.items():
                 counts[new] = data.modes[j][k].counts[old]
             k2 = _mode_index(data, j, tuple(counts))
             if k2 is None:
