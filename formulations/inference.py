@@ -37,7 +37,11 @@ Why this is exact (not a restriction):
   longest batch] (a GPU busy past every hard deadline keeps its slots unused).
 A heuristic schedule (the Eq. 2 policy run on the window) is given as a hint (its
 sequences relabelled to satisfy the symmetry order); ``extra["hint_used"]`` says whether
-CP-SAT took it (False: it did not fit the slots or could not be completed).
+CP-SAT took it (False: it did not fit the slots or could not be completed). When CP-SAT
+ends without a solution (on hundreds of queries its presolve can outlast the limit) and
+the hint was taken, the hint is returned as the incumbent (status feasible, the message
+and ``extra["warm_start_returned"]`` say so). ``time_limit`` covers building, completing
+the hint and solving; a build that outlasts it ends as ``no_solution``.
 
 Option ``lagrange`` (iterations, default 0 = off): the Lagrangian bound U of
 :mod:`.inference_lagrange` (proven for any multipliers) is computed first; Σ v <= floor(S U)
@@ -69,6 +73,7 @@ from dlsched.registry import MethodSpec, check_option_values, check_options, reg
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
 
+from .backend import Deadline, TimeUp
 from .cpsat_backend import model_size, run_cpsat
 from .inference_lagrange import lagrangian_bound
 from .inference_scale import proven_optimal, quality_scale
@@ -96,10 +101,13 @@ def interchangeable(data: InferenceData, slots: list[int], gpu_free: list[int] |
 
 
 def build_model(data: InferenceData, slots: list[int], scale: int,
-                gpu_free: list[int] | None = None, objective_cap: int | None = None):
+                gpu_free: list[int] | None = None, objective_cap: int | None = None,
+                deadline: Deadline | None = None):
     """The CP-SAT model and its variables (see the module docstring); GPU g is free from
     ``gpu_free[g]`` (default: the first arrival). ``objective_cap``: a proven upper bound on the
-    scaled objective Σ v, added as a constraint (a valid cut: it removes no schedule)."""
+    scaled objective Σ v, added as a constraint (a valid cut: it removes no schedule).
+    ``deadline``: checked at every slot (:class:`TimeUp` when it has passed)."""
+    deadline = deadline or Deadline(None)
     m = cp_model.CpModel()
     n, num_gpus = data.num_queries, len(data.gpu_ids)
     latest = max([int(data.hard.max())] + [int(f) for f in (gpu_free or [])])
@@ -119,6 +127,7 @@ def build_model(data: InferenceData, slots: list[int], scale: int,
                    for s in range(len(data.batch_sizes)) if data.delay[mi, t, s] >= 0]
         d_min = min(int(data.delay[mi, t, s]) for mi, s in options)
         for k in range(slots[g]):
+            deadline.check("building the inference window model")
             start[g, k] = m.NewIntVar(0, horizon, f"start_{g}_{k}")
             end[g, k] = m.NewIntVar(0, horizon, f"end_{g}_{k}")
             for mi, s in options:
@@ -235,6 +244,11 @@ def _hint(model, data: InferenceData, hint: InferenceDecision, u, x, start, used
     return True
 
 
+HINT_SECONDS, HINT_SHARE = 5.0, 0.25
+"""Completing the warm start takes at most this many seconds and this share of the time
+left (the rest is CP-SAT's)."""
+
+
 def _complete_hint(model: cp_model.CpModel, time_limit: float | None) -> bool:
     """Extend a partial hint to every variable (a solve with the hinted values fixed), so
     the search starts from the hinted schedule; a hint that does not complete is dropped
@@ -242,7 +256,8 @@ def _complete_hint(model: cp_model.CpModel, time_limit: float | None) -> bool:
     solver = cp_model.CpSolver()
     solver.parameters.fix_variables_to_their_hinted_value = True
     solver.parameters.num_workers = 1
-    solver.parameters.max_time_in_seconds = min(5.0, time_limit or 5.0)
+    solver.parameters.max_time_in_seconds = (HINT_SECONDS if time_limit is None
+                                             else min(HINT_SECONDS, HINT_SHARE * time_limit))
     code = solver.Solve(model)
     model.ClearHints()
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -263,8 +278,9 @@ def solve_window(instance: Instance, *, time_limit: float | None, seed: int = 0,
     Σ v <= floor(S · upper) (valid when every v is at most S times its Q, as here), and
     the reported bound is the smaller of it and the solver's.
     """
+    deadline = Deadline(time_limit)
+    t0 = deadline.start
     data = inference_data(instance)
-    t0 = time.perf_counter()
     if data.num_queries == 0:
         return MethodOutput(InferenceDecision(), Status.OPTIMAL, bound=0.0)
     slots = [slot_bound(data, g) for g in range(len(data.gpu_ids))]
@@ -279,37 +295,50 @@ def solve_window(instance: Instance, *, time_limit: float | None, seed: int = 0,
     objective_cap = None
     if upper is not None and not restricted:
         objective_cap = math.floor(upper * scale + 1e-6)
-    model, u, x, start, used = build_model(data, slots, scale, gpu_free, objective_cap)
+    try:
+        model, u, x, start, used = build_model(data, slots, scale, gpu_free, objective_cap,
+                                               deadline)
+    except TimeUp as exc:
+        return MethodOutput(None, Status.NO_SOLUTION, build_time=time.perf_counter() - t0,
+                            message=str(exc))
     hint_used = None
     if hint is not None:
         hint_used = (_hint(model, data, hint, u, x, start, used, slots, gpu_free)
-                     and _complete_hint(model, time_limit))
+                     and _complete_hint(model, deadline.remaining()))
     build = time.perf_counter() - t0
-    run = run_cpsat(model, time_limit, seed, workers=workers)
+    run = run_cpsat(model, deadline.remaining(), seed, workers=workers)
     decision = bound = None
     status = run.status
+    message = ""
     if status.has_solution:
         decision = _read_decision(data, run.solver, u, x, start, slots, gpu_free)
         slack = 0.0 if exact_scale else data.num_queries
         bound = (run.bound + slack) / scale
         if upper is not None and upper < bound:
             bound = upper
+    elif status is Status.NO_SOLUTION and hint_used:
+        # CP-SAT spent the time before its search (presolve of a large slot model); the
+        # warm start is a checked solution of this model, so it is the incumbent
+        decision, status, bound = hint, Status.FEASIBLE, None if restricted else upper
+        message = ("CP-SAT found no solution in the time left; the schedule is the warm "
+                   "start, unimproved")
     if (status is Status.FEASIBLE and upper is not None and not restricted
             and decision is not None
             and proven_optimal(float(query_qualities(data, decision).sum()), upper, scale,
                                exact_scale)):
         status = Status.OPTIMAL  # the schedule meets the proven upper bound
-    message = ""
     if restricted:
-        message = (f"at most {max_batches} batches per GPU (a restriction): the bound holds "
-                   "only for such schedules")
+        restriction = (f"at most {max_batches} batches per GPU (a restriction): the bound "
+                       "holds only for such schedules")
+        message = f"{message}; {restriction}" if message else restriction
         if status is Status.OPTIMAL:
             status = Status.FEASIBLE
         bound = None
     return MethodOutput(decision, status, bound, model_size(model), build, run.log, message,
                         extra={"solve_time": run.solve_time, "scale": scale,
                                "exact_scale": exact_scale, "slots": slots,
-                               "hint_used": hint_used})
+                               "hint_used": hint_used,
+                               "warm_start_returned": decision is hint and hint is not None})
 
 
 def _read_decision(data: InferenceData, solver, u, x, start, slots,
@@ -351,7 +380,7 @@ def run_exact(instance: Instance, *, backend: str | None = "cpsat",
     check_option_values(options, {"workers": ("int", 0, 1024), "max_batches": ("int", 1, None),
                                   "lagrange": ("int", 0, None), "hint": ("str", None, None)},
                         ("max_batches", "lagrange", "hint"))
-    t0 = time.perf_counter()
+    deadline = Deadline(time_limit)
     hint_name = options.get("hint", "heuristic")
     hint = None
     data = inference_data(instance)
@@ -363,14 +392,13 @@ def run_exact(instance: Instance, *, backend: str | None = "cpsat",
     iterations = int(options.get("lagrange", 0) or 0)
     if iterations and data.num_queries:
         hint_val = -1.0 if hint is None else float(query_qualities(data, hint).sum())
-        share = None if time_limit is None else time_limit / 3
+        share = None if time_limit is None else min(time_limit / 3, deadline.remaining())
         lag = lagrangian_bound(data, lower=max(hint_val, 0.0), iterations=iterations,
                                time_limit=share, repair_every=10)
         upper = lag.bound
         if lag.decision is not None and lag.value > hint_val:
             hint = lag.decision
-    left = None if time_limit is None else max(1.0, time_limit - (time.perf_counter() - t0))
-    return solve_window(instance, time_limit=left, seed=seed,
+    return solve_window(instance, time_limit=deadline.remaining(), seed=seed,
                         max_batches=options.get("max_batches"), hint=hint,
                         workers=int(options.get("workers", 1)), upper=upper)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import time
 
 import numpy as np
 import pytest
@@ -209,6 +210,35 @@ def _congested_window(n: int):
     stream = generate_inference(seed=0, gpus="p2:2", start_hour=15.0, hours=0.1, scale=1.8,
                                 delay_cv=0.0)
     return window(stream, 1750, 1750 + n)
+
+
+@pytest.mark.parametrize("size", [100, 200])
+def test_exact_time_limit_is_end_to_end(size):
+    # the model of a 200-query window takes ~4 s to build: a 2 s limit once ran 7 s
+    # (build, warm-start completion and CP-SAT's own 2 s); now every stage takes from one
+    # budget and a build that outlives it is a no_solution status
+    inst = _congested_window(size)
+    t0 = time.perf_counter()
+    res = solve(inst, "exact", time_limit=2.0)
+    assert time.perf_counter() - t0 <= 1.1 * 2.0 + 1.0
+    assert res.status.value != "optimal"
+
+
+def test_exact_returns_its_warm_start_when_cp_sat_finds_nothing_in_time():
+    # 50 congested queries: CP-SAT's presolve of the slot model outlasts a 5 s limit (it
+    # returned no schedule although the heuristic's, a checked solution of the model, was
+    # its hint); the answer is at least the heuristic's schedule, and says where it is from
+    from dlsched.serve import make_policy, serve
+
+    inst = _congested_window(50)
+    heuristic = serve(inst, make_policy("heuristic")).decision()
+    res = solve(inst, "exact", time_limit=5.0)
+    assert res.status.value in ("feasible", "optimal")
+    assert validate(inst, res.decision).ok
+    value = float(query_qualities(inference_data(inst), heuristic).sum())
+    assert res.objective >= value - 1e-9
+    if res.extra["warm_start_returned"]:
+        assert "warm start" in res.message and res.objective == pytest.approx(value)
 
 
 def test_edf_dp_stopped_exact_pass_returns_the_beam_schedule():
