@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.errors import InputError
-from dlsched.files import read_json
+from dlsched.files import read_json_as
 from dlsched.instance import Instance
 from dlsched.instance_io import load_instance
 from dlsched.registry import generators
@@ -105,11 +105,7 @@ def load_spec(suite: str | Path, library: str | Path | None = None) -> SuiteSpec
     path = directory / SPEC_FILE
     if not path.exists():
         raise InputError("no suite spec", fix=f"write {SPEC_FILE}", source=str(path))
-    doc = read_json(path)
-    try:
-        return _parse_spec(doc, directory)
-    except InputError as exc:
-        raise exc.with_source(str(path)) from None
+    return read_json_as(path, lambda doc: _parse_spec(doc, directory))
 
 
 def _parse_spec(doc: Any, directory: Path) -> SuiteSpec:

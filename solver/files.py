@@ -16,8 +16,9 @@ import math
 import os
 import stat
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .canonical import pretty_json
 from .errors import InputError, field_path
@@ -37,6 +38,19 @@ MAX_INT = 2**53
 
 MIN_NORMAL = 2.2250738585072014e-308
 """Smallest positive normal float; non-zero numbers closer to zero are rejected."""
+
+
+T = TypeVar("T")
+
+
+def read_json_as(path: str | Path, parse: Callable[[Any], T]) -> T:
+    """``parse`` applied to the JSON file at ``path``; an :class:`InputError` it raises
+    names the file (:func:`read_json`'s errors already do)."""
+    doc = read_json(path)
+    try:
+        return parse(doc)
+    except InputError as exc:
+        raise exc.with_source(str(path)) from None
 
 
 def read_json(path: str | Path) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
-from .files import read_json, write_json
+from .files import read_json_as, write_json
 from .instance import Instance
 from .jobs import job_from_dict, running_from_dict
 from .problems import get_problem
@@ -139,11 +139,7 @@ def load_instance(path: str | Path) -> Instance:
         lacks a field its problem needs, or its stated sha256 does not match; the
         one-line message names the file, the field and the fix.
     """
-    doc = read_json(path)
-    try:
-        return instance_from_dict(doc)
-    except InputError as exc:
-        raise exc.with_source(str(path)) from None
+    return read_json_as(path, instance_from_dict)
 
 
 def save_instance(instance: Instance, path: str | Path) -> str:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .canonical import sha256_of
 from .decision import Decision, decision_from_dict
 from .errors import InputError
-from .files import read_json, write_json
+from .files import read_json_as, write_json
 from .problems.base import get_problem
 from .schema_check import check_against_schema
 
@@ -61,11 +61,7 @@ def load_solution(path: str | Path, instance: Instance) -> Decision:
         The file breaks the schema, names another instance or problem, or carries a field
         its problem does not read; the one-line message names the file and the field.
     """
-    doc = read_json(path)
-    try:
-        return solution_decision(doc, instance)
-    except InputError as exc:
-        raise exc.with_source(str(path)) from None
+    return read_json_as(path, lambda doc: solution_decision(doc, instance))
 
 
 def solution_decision(doc: Any, instance: Instance) -> Decision:

@@ -17,8 +17,8 @@ that satisfies both:
    job's mode replaced by the one with the permuted counts (identical servers: the same
    duration).
 
-Each step keeps the schedule feasible and its objective unchanged (step 1 only starts
-jobs earlier or at their rounded time); jobs the decision does not place, or places in a
+Each step keeps the schedule feasible; step 1 may start jobs earlier than their rounded
+times, steps 2-3 leave the objective as it is. Jobs the decision does not place, or places in a
 shape that is not one of their modes, are left out of the hint.
 """
 
