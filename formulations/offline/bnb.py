@@ -105,8 +105,15 @@ class _Search:
                        for j in range(self.n)]
         self.minp = [min(d.durations[j]) for j in range(self.n)]
         self.barrier = [all(m.gpus == total for m in d.modes[j]) for j in range(self.n)]
+        # the distinct GPU needs of all modes: a node computes, once per need, when its
+        # GPUs are free (many jobs share needs)
+        needs = sorted({need for ms in self.modes for need, _dur in ms})
+        self.needs = needs
+        need_id = {need: i for i, need in enumerate(needs)}
+        self.mode_needs = [[(need_id[need], dur) for need, dur in ms] for ms in self.modes]
         self.equal_w = len(set(self.w)) == 1
         self.classes = [g for g in d.server_classes()]
+        self.one_class = self.classes == [list(range(len(d.capacity)))]
         self.capacity = d.capacity
         self.best = cutoff
         self.best_picks: dict[int, tuple[int, int]] = {}
@@ -120,6 +127,8 @@ class _Search:
         """Free times with the servers of each interchangeable class sorted."""
         if not self.classes:
             return free
+        if self.one_class:
+            return tuple(sorted(free))
         out = list(free)
         for group in self.classes:
             for s, v in zip(group, sorted(free[s] for s in group), strict=True):
@@ -220,26 +229,48 @@ class _Search:
             if self.best is None or cost < self.best:
                 self.best, self.best_picks, self.found = cost, dict(picks), True
             return
-        # earliest start / end of every unscheduled job in every mode
+        rel, w, modes = self.rel, self.w, self.modes
+        ready = []  # per need: when its GPUs are free
+        for need in self.needs:
+            e = t
+            for s, k in need:
+                f = free[s][k - 1]
+                if f > e:
+                    e = f
+            ready.append(e)
+        # earliest start / end of every unscheduled job in every mode, and the two least
+        # earliest ends (the active rule needs them)
         info: dict[int, list[tuple[int, int]]] = {}
         ect: dict[int, int] = {}
+        est_min: dict[int, int] = {}
+        individual = 0
+        first, m1, m2 = -1, None, None
         for j in unsched:
-            lo = max(self.rel[j], t)
+            lo = rel[j] if rel[j] > t else t
             lst = []
-            for need, dur in self.modes[j]:
-                e = lo
-                for s, k in need:
-                    f = free[s][k - 1]
-                    if f > e:
-                        e = f
+            e_min = c_min = None
+            for i, dur in self.mode_needs[j]:
+                e = ready[i]
+                if e < lo:
+                    e = lo
                 lst.append((e, e + dur))
+                if c_min is None or e + dur < c_min:
+                    c_min = e + dur
+                if e_min is None or e < e_min:
+                    e_min = e
             info[j] = lst
-            ect[j] = min(x for _, x in lst)
+            ect[j] = c_min
+            est_min[j] = e_min
+            individual += w[j] * c_min
+            if m1 is None or c_min < m1:
+                first, m1, m2 = j, c_min, m1
+            elif m2 is None or c_min < m2:
+                m2 = c_min
         limit = None if self.best is None else self.best - 1 + 1e-3
-        if limit is not None and cost + sum(self.w[j] * ect[j] for j in unsched) > limit:
+        if limit is not None and cost + individual > limit:
             return
         # memo dominance (the list keeps only states no other one there dominates)
-        canon = tuple(x for f in self.canon(tuple(tuple(x if x > t else t for x in f)
+        canon = tuple(x for f in self.canon(tuple(tuple([x if x > t else t for x in f])
                                                   for f in free)) for x in f)
         front = self.memo.get(mask)
         if front is None:
@@ -257,38 +288,33 @@ class _Search:
         keep.append((t, last, canon, cost))
         if mask in self.memo:
             self.memo[mask] = keep[-MEMO_STATES:]
-        order = sorted(unsched, key=ect.__getitem__)
-        first, m1 = order[0], ect[order[0]]
-        m2 = ect[order[1]] if len(order) > 1 else None
         if self.equal_w:
             steps = sorted(x for f in free for x in f)
             ind = sorted(ect.values())
-            fl = self.srpt_ends(steps, t, {j: min(s for s, _ in info[j]) for j in unsched})
+            fl = self.srpt_ends(steps, t, est_min)
             rest = float(sum(a if a > b else b for a, b in zip(ind, fl, strict=True)))
             for b in unsched:
-                if self.barrier[b] and (limit is None or cost + self.w[0] * rest <= limit):
-                    est_b = min(s for s, _ in info[b])
-                    rest = max(rest, self.barrier_bound(steps, t, b, ect, est_b, unsched))
-            if limit is not None and cost + self.w[0] * rest > limit:
+                if self.barrier[b] and (limit is None or cost + w[0] * rest <= limit):
+                    rest = max(rest, self.barrier_bound(steps, t, b, ect, est_min[b], unsched))
+            if limit is not None and cost + w[0] * rest > limit:
                 return
         children = []
         sigs = set()
+        canon_of = self.canon
         for j in unsched:
             other = m2 if j == first else m1
-            for k, ((est, end), (need, _)) in enumerate(zip(info[j], self.modes[j],
-                                                            strict=True)):
+            for k, ((est, end), (need, _)) in enumerate(zip(info[j], modes[j], strict=True)):
                 if other is not None and est >= other:
                     continue  # active rule
                 if est == t and j < last:
                     continue  # ties in index order
-                nf = [list(f) for f in free]
+                nf = [[x if x > est else est for x in f] for f in free]
                 for s, c in need:
                     f = nf[s]
-                    for i in range(c):
-                        f[i] = end
+                    f[:c] = [end] * c
                     f.sort()
-                state = tuple(tuple(max(x, est) for x in f) for f in nf)
-                sig = (j, est, self.canon(state))
+                state = tuple(map(tuple, nf))
+                sig = (j, est, canon_of(state))
                 if sig in sigs:
                     continue
                 sigs.add(sig)
@@ -297,7 +323,7 @@ class _Search:
         for end, j, k, est, state in children:
             picks[j] = (est, k)
             self.node(state, est, j, [i for i in unsched if i != j],
-                      cost + self.w[j] * end, mask | (1 << j), picks)
+                      cost + w[j] * end, mask | (1 << j), picks)
             del picks[j]
 
 

@@ -87,13 +87,16 @@ solved when CP-SAT has not proved optimality, before the branch and bound)."""
 
 
 def default_bnb_share(data: OfflineData) -> float:
-    """0.5 of the time for the branch and bound when jobs have few modes (at most 4 on
-    average: its branching is over job × mode), else 0.25. Measured (60 s, 1 worker):
-    2 × 4 GPUs, 20 jobs, seed 2 needs ~25 CPU-s of search after CP-SAT's incumbent; 4 × 4
-    GPUs, 16 jobs (~10 modes a job), seed 4 needs ~35 CPU-s of CP-SAT, where the search
-    does not finish in 60 s."""
+    """0.75 of the time for the branch and bound when jobs have few modes (at most 4 on
+    average: its branching is over job × mode), else 0.25. Measured (60 s, 1 worker,
+    ``offline_scale`` workloads): on 2 × 4 GPUs with 12-20 jobs every run CP-SAT proved
+    took at most 9.4 s, and CP-SAT's incumbent after 15 s was the one after 30 s on every
+    run the search proved, so the search starts at 15 s instead of 30 s (20 jobs, seed 2:
+    34.0 CPU-s instead of 47.6; 16 jobs, seed 0: 34.3 instead of 53.0); 4 × 4 GPUs, 16 jobs
+    (~10 modes a job), seed 4 needs ~35 CPU-s of CP-SAT, where the search does not finish
+    in 60 s."""
     modes = sum(len(ms) for ms in data.modes) / max(1, data.num_jobs)
-    return 0.5 if modes <= 4 else 0.25
+    return 0.75 if modes <= 4 else 0.25
 
 
 def build_model(workload: Instance, objective: str, *, time_unit: float | None = None,
