@@ -333,6 +333,31 @@ def test_lagrange_method_bound_and_schedule_against_brute_force(seed, gpus):
         assert res.objective == pytest.approx(best, abs=1e-9)
 
 
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("gpus", [("p2",), ("p2", "p2")])
+def test_column_generation_bound_is_valid_and_at_most_the_subgradient_one(seed, gpus):
+    # crowded tiny windows (all queries within 60 ms): few subgradient steps stall above
+    # the LP value; column generation may only lower the bound, never below the optimum,
+    # and when it stops by itself its bound is the master LP's value
+    from dlsched.formulations.inference_lagrange import lagrangian_bound
+    from dlsched.problems.inference import inference_data
+
+    rng = np.random.default_rng(600 + seed)
+    n = 5
+    arrivals = np.sort(rng.integers(0, 60, size=n))
+    queries = [(int(a), int(a) + 100, int(a) + 160) for a in arrivals]
+    inst = tiny_instance(queries, gpus=gpus)
+    data = inference_data(inst)
+    best = brute_force(queries, gpus)
+    sub = lagrangian_bound(data, iterations=5, time_limit=None, column_generation=False)
+    cg = lagrangian_bound(data, iterations=5, time_limit=None)
+    assert cg.bound >= best - 1e-9
+    assert cg.bound <= sub.bound + 1e-9
+    assert cg.cg_iterations < 3000  # it stopped by itself
+    if cg.lp_value is not None and cg.bound > best + 1e-6:
+        assert cg.bound == pytest.approx(cg.lp_value, abs=1e-6)
+
+
 def test_lagrange_method_proves_an_uncontested_window_optimal():
     # two queries far apart in time: each alone on full before its soft deadline (Σ Q = 2);
     # λ = (1, 1) gives the bound 2 exactly, which the subgradient reaches from λ = 0.
