@@ -272,7 +272,7 @@ def lagrangian_bound(data: InferenceData, *, gpu_free: list[int] | None = None,
         left = None if time_limit is None else time_limit - (time.perf_counter() - wall0)
         if left is None or left > 0:
             cg = column_generation_bound(data, pricers, groups, best_lam, lower=lower,
-                                   time_limit=left, iterations=cg_iterations)
+                                         time_limit=left, iterations=cg_iterations)
             cg_rounds, lp_value = cg.iterations, cg.lp_value
             history.extend(cg.history)
             if cg.bound < best:
@@ -315,9 +315,9 @@ def _sequence_column(data: InferenceData, pricer: GpuPricer,
 
 
 def column_generation_bound(data: InferenceData, pricers: dict[tuple[int, int], GpuPricer],
-                      groups: dict[tuple[int, int], int], lam0: np.ndarray, *,
-                      lower: float = 0.0, time_limit: float | None = None,
-                      iterations: int = 3000) -> ColumnGenerationResult:
+                            groups: dict[tuple[int, int], int], lam0: np.ndarray, *,
+                            lower: float = 0.0, time_limit: float | None = None,
+                            iterations: int = 3000) -> ColumnGenerationResult:
     """Move λ toward the LP optimum of per-GPU sequences (module docstring).
 
     ``groups`` maps each pricer's key to its number of GPUs; ``lam0`` is where pricing
