@@ -397,6 +397,25 @@ def test_lagrange_starts_from_the_edf_beam_schedule(seed):
     assert bad.status.value == "invalid_input" and "edf_beam" in bad.message
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_widening_beam_keeps_the_best_width_and_stays_in_the_class(seed):
+    from dlsched.formulations.inference_edf import edf_beam_schedule, solve_edf
+    from dlsched.formulations.inference_lagrange import widening_beam
+
+    rng = np.random.default_rng(700 + seed)
+    inst = tiny_instance(random_window(rng, 10), gpus=("p2", "p2"))
+    narrow = edf_beam_schedule(inst, beam=1)[1]
+    decision, value, width = widening_beam(inst, 1, 8, float("inf"), None)
+    assert validate(inst, decision).ok
+    assert value == pytest.approx(get_problem("inference").evaluate(inst, decision))
+    assert narrow - 1e-9 <= value <= solve_edf(inst)[1] + 1e-9
+    assert width in (1, 2, 4, 8) and edf_beam_schedule(inst, beam=width)[1] == value
+    # a schedule earning the per-query bound stops the widening at the first width
+    assert widening_beam(inst, 1, 8, narrow, None)[2] == 1
+    bad = solve(inst, "lagrange", time_limit=10, edf_beam_max=0)
+    assert bad.status.value == "invalid_input" and "edf_beam_max" in bad.message
+
+
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
 def test_exact_with_lagrangian_cut_matches_brute_force(seed, gpus):
