@@ -473,13 +473,12 @@ def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None =
     policy's (``hint``, default ``heuristic``; empty/None: none), the EDF beam pass of
     :mod:`.inference_edf` (:func:`widening_beam`: ``edf_beam`` states per layer first,
     default 8, 0: none, then twice as many while time is left, up to ``edf_beam_max``,
-    default :data:`EDF_BEAM_MAX`, never below ``edf_beam``; at most :data:`BEAM_SHARE` of the time limit, skipped
-    when the policy's schedule already gives every query the most it can earn) and the best
-    Lagrangian repair (every ``repair_every`` = 10 iterations), then improved by the
-    skeleton local
-    search of :mod:`.inference_improve` in the time left (``improve``: default True),
-    restarted from up to three more repairs when it stops early.
-    OPTIMAL only when the schedule meets the bound (:func:`proven_optimal`).
+    default :data:`EDF_BEAM_MAX`, never below ``edf_beam``; at most :data:`BEAM_SHARE` of
+    the time limit, skipped when the policy's schedule already gives every query the most
+    it can earn) and the best Lagrangian repair (every ``repair_every`` = 10 iterations),
+    then improved by the skeleton local search of :mod:`.inference_improve` in the time
+    left (``improve``: default True), restarted from up to three more repairs when it
+    stops early. OPTIMAL only when the schedule meets the bound (:func:`proven_optimal`).
     With ``time_limit=None`` the bound runs its ``iterations`` and each local search runs
     to a local optimum: the result then depends on the instance and options only
     (reproducible); under a time limit it depends on the machine's speed, like CP-SAT's.
