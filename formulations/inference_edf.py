@@ -86,6 +86,24 @@ def edf_beam_schedule(instance: Instance, *, beam: int = 16, deadline: float | N
     return decision, value
 
 
+GAIN_CELLS = 1 << 21
+"""Most (state, batch length, member) cells of batch values computed at once (memory)."""
+
+
+class _Layer:
+    """The states after the first i queries of π, as arrays: GPU free times ``free``
+    [k, G], value, and how each was reached (parent layer and row, and the action
+    ``act``: -1s for a drop, else GPU, model, length, start, end, the GPU's free time)."""
+
+    def __init__(self, free, value, parent_layer, parent_row, act) -> None:
+        self.free, self.value = free, value
+        self.parent_layer, self.parent_row, self.act = parent_layer, parent_row, act
+
+    def take(self, rows: np.ndarray) -> _Layer:
+        return _Layer(self.free[rows], self.value[rows], self.parent_layer[rows],
+                      self.parent_row[rows], self.act[rows])
+
+
 def _dp(instance: Instance, gpu_free, max_states: int, beam: int, lb: float,
         deadline: float | None):
     data = inference_data(instance)
@@ -96,142 +114,156 @@ def _dp(instance: Instance, gpu_free, max_states: int, beam: int, lb: float,
     hard = data.hard[pi].astype(float)
     span = hard - soft
     types = data.gpu_type.tolist()
-    # per (model, type): durations for L = 1..Lmax (padded to the smallest supported size)
-    dur: dict[tuple[int, int], np.ndarray] = {}
-    for m in range(len(data.models)):
-        for t in set(types):
+    # per (GPU, model): durations for L = 1..Lmax (padded to the smallest supported size)
+    options: list[tuple[int, int, np.ndarray]] = []
+    for g, t in enumerate(types):
+        for m in range(len(data.models)):
             lmax = data.max_batch(m, t)
             if lmax:
-                dur[m, t] = np.array([data.duration(m, t, L) for L in range(1, lmax + 1)])
+                options.append((g, m, np.array([data.duration(m, t, L)
+                                                for L in range(1, lmax + 1)], dtype=np.int64)))
     # identical GPUs: canonical order of free times within each type group
     groups: dict[int, list[int]] = {}
     for g, t in enumerate(types):
         groups.setdefault(t, []).append(g)
+    twins = [np.array(members) for members in groups.values() if len(members) > 1]
 
-    def canon(free: tuple[int, ...]) -> tuple[int, ...]:
-        out = list(free)
-        for members in groups.values():
-            vals = sorted(out[g] for g in members)
-            for g, v in zip(members, vals, strict=True):
-                out[g] = v
-        return tuple(out)
+    def canon(free: np.ndarray) -> np.ndarray:
+        for members in twins:
+            free[..., members] = np.sort(free[..., members], axis=-1)
+        return free
 
-    start_free = tuple(int(x) for x in (gpu_free or [0] * num_gpus))
-    d_fast = min(int(d.min()) for d in dur.values())
+    def quality(end: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """V of queries π_lo..π_hi-1 ending at ``end`` (the evaluator's Eq. 1)."""
+        s_, h_, sp = soft[lo:hi], hard[lo:hi], span[lo:hi]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lin = np.where(sp > 0, (h_ - end) / np.where(sp > 0, sp, 1.0), 0.0)
+        return np.where(end <= s_, 1.0, np.clip(lin, 0.0, 1.0))
+
+    d_fast = min(int(d.min()) for _g, _m, d in options)
     kmax = float(data.kappa.max())
 
-    def upper(i: int, free: tuple[int, ...]) -> float:
+    def upper(i: int, free: np.ndarray) -> np.ndarray:
         """What queries π_i.. can still earn at most (each alone, earliest GPU, fastest)."""
         if i >= n:
-            return 0.0
-        e = np.maximum(min(free), arr[i:]) + d_fast
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lin = np.where(span[i:] > 0, (hard[i:] - e) / np.where(span[i:] > 0, span[i:], 1),
-                           0.0)
-        return kmax * float(np.where(e <= soft[i:], 1.0, np.clip(lin, 0.0, 1.0)).sum())
+            return np.zeros(len(free))
+        e = np.maximum(free.min(axis=1)[:, None], arr[None, i:]) + d_fast
+        return kmax * quality(e.astype(float), i, n).sum(axis=1)
 
-    # layer[i]: dict free-vector -> (value, parent key, action)
-    layers: list[dict] = [dict() for _ in range(n + 1)]
-    layers[0][canon(start_free)] = (0.0, None, None)
+    start_free = tuple(int(x) for x in (gpu_free or [0] * num_gpus))
+    pools: list[list[_Layer]] = [[] for _ in range(n + 1)]
+    pools[0].append(_Layer(canon(np.array([start_free], dtype=np.int64)), np.zeros(1),
+                           np.full(1, -1), np.full(1, -1), np.full((1, 6), -1)))
+    layers: list[_Layer | None] = [None] * (n + 1)
     explored = 0
-    for i in range(n):
-        layer = layers[i]
-        if beam and len(layer) > 16 * beam:
-            layer = {k: layer[k] for k in sorted(layer, key=lambda k: -layer[k][0])[:16 * beam]}
-        layer = _pareto(layer, deadline)
-        if lb >= 0:
-            layer = {k: v for k, v in layer.items() if v[0] + upper(i, k) >= lb - 1e-9}
-        if beam and len(layer) > beam:
-            top = sorted(layer, key=lambda k: -layer[k][0])[:beam]
-            layer = {k: layer[k] for k in top}
+    for i in range(n + 1):
+        _check_clock(deadline)
+        layer = _select(_merge(pools[i]), beam, lb, upper, i, deadline)
+        pools[i] = []
         layers[i] = layer
-        explored += len(layer)
+        explored += len(layer.value)
         if explored > max_states:
             raise _Stopped(f"state limit: more than {max_states} DP states")
-        _check_clock(deadline)
+        if i == n:
+            break
+        k = len(layer.value)
+        rows = np.arange(k)
+        here = np.full(k, i)
+        pools[i + 1].append(_Layer(layer.free, layer.value, here, rows, np.full((k, 6), -1)))
         cummax = np.maximum.accumulate(arr[i:])
-        for k, (free, (val, _p, _a)) in enumerate(layer.items()):
-            if k % 256 == 255:
-                _check_clock(deadline)
-            # drop π_i
-            _offer(layers[i + 1], free, val, (i, free), ("drop",))
-            seen_gpu: set[tuple[int, int]] = set()
-            for g in range(num_gpus):
-                t = types[g]
-                if (t, free[g]) in seen_gpu:
-                    continue  # an identical GPU free at the same time: same options
-                seen_gpu.add((t, free[g]))
-                for (m, tt), d in dur.items():
-                    if tt != t:
-                        continue
-                    lmax = min(d.size, n - i)
-                    starts = np.maximum(free[g], cummax[:lmax])
-                    ends = starts + d[:lmax]  # end of a batch of L = 1..lmax
-                    e = ends[:, None].astype(float)
-                    s_ = soft[i:i + lmax][None, :]
-                    h_ = hard[i:i + lmax][None, :]
-                    sp = span[i:i + lmax][None, :]
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        lin = np.where(sp > 0, (h_ - e) / np.where(sp > 0, sp, 1.0), 0.0)
-                    v = np.where(e <= s_, 1.0, np.clip(lin, 0.0, 1.0))
-                    v = np.tril(v)  # row L-1 counts queries 0..L-1
-                    gains = data.kappa[m] * v.sum(axis=1)
-                    for L in range(1, lmax + 1):
-                        nf = list(free)
-                        nf[g] = int(ends[L - 1])
-                        _offer(layers[i + L], canon(tuple(nf)), val + float(gains[L - 1]),
-                               (i, free), ("batch", g, m, L, int(starts[L - 1]),
-                                           int(ends[L - 1]), free[g]))
-        layers[i] = layer
-    final = _pareto(layers[n], deadline)
-    best_key = max(final, key=lambda k: final[k][0])
-    best_val = final[best_key][0]
+        for g, m, d in options:
+            lmax = min(d.size, n - i)
+            starts = np.maximum(layer.free[:, g][:, None], cummax[None, :lmax])  # [k, L]
+            ends = starts + d[None, :lmax]
+            gains = np.empty((k, lmax))
+            first_l = np.tri(lmax, dtype=bool)  # row L-1 counts queries 0..L-1
+            chunk = max(1, GAIN_CELLS // (lmax * lmax))
+            for c in range(0, k, chunk):
+                v = quality(ends[c:c + chunk, :, None].astype(float), i, i + lmax)
+                gains[c:c + chunk] = data.kappa[m] * np.where(first_l, v, 0.0).sum(axis=2)
+            free = np.repeat(layer.free[None], lmax, axis=0)  # [L, k, G]
+            free[:, :, g] = ends.T
+            free = canon(free)
+            for L in range(1, lmax + 1):
+                act = np.column_stack([np.full(k, g), np.full(k, m), np.full(k, L),
+                                       starts[:, L - 1], ends[:, L - 1], layer.free[:, g]])
+                pools[i + L].append(_Layer(free[L - 1], layer.value + gains[:, L - 1], here,
+                                           rows, act))
+    final = layers[n]
+    r = int(np.argmax(final.value))
+    best_val = float(final.value[r])
     # walk back
-    batches: list[Batch] = []
-    key, i = best_key, n
+    batches: list[tuple[Batch, int]] = []
+    i = n
     while i > 0:
-        _val, parent, action = layers[i][key]
-        pi_i, pkey = parent
-        if action[0] == "batch":
-            _, g, m, L, s0, e0, was_free = action
+        layer = layers[i]
+        g, m, L, s0, e0, was_free = (int(x) for x in layer.act[r])
+        pl, r = int(layer.parent_layer[r]), int(layer.parent_row[r])
+        if g >= 0:
             batches.append((Batch(data.gpu_ids[g], data.models[m], s0, e0,
-                                  tuple(int(q) for q in pi[pi_i:pi_i + L])), was_free))
-        key, i = pkey, pi_i
+                                  tuple(int(q) for q in pi[pl:pl + L])), was_free))
+        i = pl
     batches.reverse()
     # states keep identical GPUs' free times sorted: replay in π order to name the GPU
     decision = InferenceDecision(batches=tuple(_relabel(batches, data, start_free)))
     return decision, best_val, {"states": explored}
 
 
-def _offer(layer: dict, free: tuple[int, ...], val: float, parent, action) -> None:
-    old = layer.get(free)
-    if old is None or val > old[0] + 1e-12:
-        layer[free] = (val, parent, action)
+def _merge(pool: list[_Layer]) -> _Layer:
+    """One layer from the candidates offered to it: the best value per free-time vector."""
+    layer = _Layer(*(np.concatenate([getattr(p, f) for p in pool])
+                     for f in ("free", "value", "parent_layer", "parent_row", "act")))
+    free = layer.free
+    order = np.lexsort((-layer.value,) + tuple(free[:, c] for c in range(free.shape[1] - 1,
+                                                                           -1, -1)))
+    free = free[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = np.any(free[1:] != free[:-1], axis=1)
+    return layer.take(order[first])
+
+
+def _select(layer: _Layer, beam: int, lb: float, upper, i: int,
+            deadline: float | None) -> _Layer:
+    """The states kept: above the bound test (``lb`` >= 0), not dominated (every free time
+    <= and value >= another's: anything the dominated one can still do, the other can do
+    at least as well), and with a beam only the ``beam`` of highest value (of the
+    16 · ``beam`` highest before the dominance filter). Equal values: GPUs free earlier
+    (by the sum of free times) first."""
+    order = np.lexsort((layer.free.sum(axis=1), -layer.value))
+    if beam:
+        order = order[:16 * beam]
+    layer = layer.take(order)
+    if lb >= 0:
+        layer = layer.take(np.flatnonzero(layer.value + upper(i, layer.free) >= lb - 1e-9))
+    kept = _undominated(layer.free, beam, deadline)
+    return layer.take(kept)
+
+
+PARETO_BLOCK = 256
+
+
+def _undominated(free: np.ndarray, most: int, deadline: float | None) -> np.ndarray:
+    """Rows (in order of falling value, distinct) that no earlier row dominates (every free
+    time <=); stops after ``most`` (0: all). Dominance is transitive, so comparing a row
+    with every earlier row of its block and the kept rows of earlier blocks suffices."""
+    kept = np.empty(0, dtype=np.int64)
+    for lo in range(0, len(free), PARETO_BLOCK):
+        _check_clock(deadline)
+        block = free[lo:lo + PARETO_BLOCK]
+        b = len(block)
+        inner = np.all(block[None, :, :] <= block[:, None, :], axis=2)  # [row, earlier]
+        dominated = (inner & np.tri(b, k=-1, dtype=bool)).any(axis=1)
+        if kept.size:
+            dominated |= np.all(free[kept][None, :, :] <= block[:, None, :], axis=2).any(axis=1)
+        kept = np.concatenate([kept, lo + np.flatnonzero(~dominated)])
+        if most and kept.size >= most:
+            return kept[:most]
+    return kept
 
 
 def _check_clock(deadline: float | None) -> None:
     if deadline is not None and time.perf_counter() > deadline:
         raise _Stopped("time limit")
-
-
-def _pareto(layer: dict, deadline: float | None) -> dict:
-    """Drop states dominated by another (all free times <= and value >=)."""
-    if len(layer) <= 1:
-        return layer
-    keys = list(layer)
-    f = np.array(keys, dtype=np.int64)
-    v = np.array([layer[k][0] for k in keys])
-    order = np.lexsort((-v, f.sum(axis=1)))
-    kept: list[int] = []
-    for n, idx in enumerate(order):
-        if n % 256 == 255:
-            _check_clock(deadline)
-        if kept:
-            kf, kv = f[kept], v[kept]
-            if np.any(np.all(kf <= f[idx], axis=1) & (kv >= v[idx] - 1e-12)):
-                continue
-        kept.append(int(idx))
-    return {keys[i]: layer[keys[i]] for i in kept}
 
 
 def _relabel(batches, data, start_free) -> list[Batch]:
