@@ -437,11 +437,11 @@ local search's share; the bound's share is left whole)."""
 EDF_BEAM_MAX = 256
 """Widest EDF beam ``lagrange`` tries by default (widths double from ``edf_beam``).
 Measured (seed-0 streams, delay CV 0): on the congested 50-query window 0-50 of g2:2 × 2.0
-the beam's Σ Q was 46.711 at width 8 (0.4 CPU-s) and 47.453 at 32 (1.9 s; 128, 512 and
-2,048 gave the same), where the whole ``lagrange`` run (width 8, then repairs and local
-search, 60 s) ended at 46.931; on the congested 200-query windows 1750 and 2000 of p2:2 ×
-1.8, 179.6 and 162.0 at 8 (3 s), 187.4 and 181.7 at 32 (13 s), 189.8 and 182.6 at 128
-(57 s)."""
+the beam's Σ Q was 46.711 at width 8 and 47.453 at 32 (128, 512 and 2,048 gave the same),
+where the whole ``lagrange`` run (width 8, then repairs and local search, 60 s) ended at
+46.931; on the congested 200-query windows 1750 and 2000 of p2:2 × 1.8, 179.4 and 163.3 at
+8 (1.4 and 2.0 CPU-s with the vectorized DP), 187.3 and 181.7 at 32 (3.5 and 3.1 s), 189.8
+and 182.6 at 128 (12 s), 189.9 and 183.4 at 256 (24 and 28 s)."""
 
 
 def widening_beam(instance: Instance, first: int, widest: int, most: float,
