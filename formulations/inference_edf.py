@@ -179,16 +179,19 @@ def _dp(instance: Instance, gpu_free, max_states: int, beam: int, lb: float,
             first_l = np.tri(lmax, dtype=bool)  # row L-1 counts queries 0..L-1
             chunk = max(1, GAIN_CELLS // (lmax * lmax))
             for c in range(0, k, chunk):
+                _check_clock(deadline)
                 v = quality(ends[c:c + chunk, :, None].astype(float), i, i + lmax)
                 gains[c:c + chunk] = data.kappa[m] * np.where(first_l, v, 0.0).sum(axis=2)
             free = np.repeat(layer.free[None], lmax, axis=0)  # [L, k, G]
             free[:, :, g] = ends.T
             free = canon(free)
+            act = np.empty((lmax, k, 6), dtype=np.int64)  # [L, k, action]
+            act[..., :2] = g, m
+            act[..., 2] = np.arange(1, lmax + 1)[:, None]
+            act[..., 3], act[..., 4], act[..., 5] = starts.T, ends.T, layer.free[:, g]
             for L in range(1, lmax + 1):
-                act = np.column_stack([np.full(k, g), np.full(k, m), np.full(k, L),
-                                       starts[:, L - 1], ends[:, L - 1], layer.free[:, g]])
                 pools[i + L].append(_Layer(free[L - 1], layer.value + gains[:, L - 1], here,
-                                           rows, act))
+                                           rows, act[L - 1]))
     final = layers[n]
     r = int(np.argmax(final.value))
     best_val = float(final.value[r])
