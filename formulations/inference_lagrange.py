@@ -105,8 +105,19 @@ def _configs(data: InferenceData, t: int) -> list[_Config]:
     return out
 
 
+PRICE_BLOCK = 256
+"""Start times per block of the pricer's tables: each block keeps only the queries that can
+earn something in it (arrived by its end, not past their hard deadline at its start)."""
+
+
 class GpuPricer:
-    """P_g(λ) for one GPU type and free time, with the batches of its best sequence."""
+    """P_g(λ) for one GPU type and free time, with the batches of its best sequence.
+
+    The batch values are computed per block of :data:`PRICE_BLOCK` start times over the
+    queries that can be positive there (any other has reduced value ≤ 0 for λ ≥ 0), and the
+    backward DP runs on runs of start times shorter than the shortest batch: there every
+    batch ends after the run, so the run's values are a suffix maximum of known terms.
+    """
 
     def __init__(self, data: InferenceData, gpu_type: int, free: int) -> None:
         self.data = data
@@ -116,43 +127,61 @@ class GpuPricer:
         n = data.num_queries
         times = np.arange(self.t_lo, max(self.t_end, self.t_lo) + 1, dtype=np.int64)
         self.times = times
-        eligible = data.arrival[None, :] <= times[:, None]  # [T, N]
-        # base[c] = κ V_q(t + D_c) where eligible, else -inf (never chosen)
-        self.base = []
+        self.durs = np.array([c.dur for c in self.configs], dtype=np.int64)
+        # per config, per block of start times: (first row, queries that can be positive,
+        # κ V_q(t + D_c) on those rows and queries, -inf where q has not arrived by t)
+        self.blocks: list[list[tuple[int, np.ndarray, np.ndarray]]] = []
         for c in self.configs:
-            v = c.kappa * utility(times[:, None] + c.dur, data.soft[None, :],
-                                  data.hard[None, :])
-            v = np.where(eligible, v, -np.inf)
-            # a query with no positive value at any t never helps this config: skip columns
-            self.base.append(v)
+            rows = []
+            for lo in range(0, times.size, PRICE_BLOCK):
+                t = times[lo:lo + PRICE_BLOCK]
+                cols = np.flatnonzero((data.arrival <= t[-1]) & (data.hard > t[0] + c.dur))
+                v = c.kappa * utility(t[:, None] + c.dur, data.soft[None, cols],
+                                      data.hard[None, cols])
+                rows.append((lo, cols, np.where(data.arrival[None, cols] <= t[:, None], v,
+                                                -np.inf)))
+            self.blocks.append(rows)
         self.n = n
+
+    def values(self, ci: int, i: int) -> np.ndarray:
+        """κ V_q(t_i + D_c) of every query for config ``ci`` at start row ``i`` (-inf for
+        queries not arrived by then, 0 for those it cannot earn anything)."""
+        out = np.zeros(self.n)
+        out[self.data.arrival > self.times[i]] = -np.inf
+        lo, cols, v = self.blocks[ci][i // PRICE_BLOCK]
+        out[cols] = v[i - lo]
+        return out
+
+    def batch_values(self, lam: np.ndarray) -> np.ndarray:
+        """w[c, t]: the sum of the ``B_c`` largest positive κ V_q(t + D_c) − λ_q."""
+        w = np.zeros((len(self.configs), self.times.size))
+        for ci, c in enumerate(self.configs):
+            for lo, cols, v in self.blocks[ci]:
+                if cols.size == 0:
+                    continue
+                pos = np.maximum(v - lam[cols][None, :], 0.0)
+                if c.size < cols.size:
+                    pos = np.partition(pos, cols.size - c.size, axis=1)[:, cols.size - c.size:]
+                w[ci, lo:lo + pos.shape[0]] = pos.sum(axis=1)
+        return w
 
     def price(self, lam: np.ndarray) -> tuple[float, list[tuple[int, int, np.ndarray]]]:
         """(P(λ), the best sequence as [(start, config index, member indices)])."""
         T = self.times.size
-        w = np.zeros((len(self.configs), T))
-        for ci, c in enumerate(self.configs):
-            red = self.base[ci] - lam[None, :]
-            pos = np.maximum(red, 0.0)
-            if c.size >= self.n:
-                w[ci] = pos.sum(axis=1)
-            else:
-                part = np.partition(pos, self.n - c.size, axis=1)[:, self.n - c.size:]
-                w[ci] = part.sum(axis=1)
+        w = self.batch_values(lam)
         value = np.zeros(T + 1)  # value[i] = V(times[i]); value[T] = 0 (t past the end)
         choice = np.full(T, -1, dtype=np.int64)
-        durs = np.array([c.dur for c in self.configs], dtype=np.int64)
-        for i in range(T - 1, -1, -1):
-            best = value[i + 1]
-            arg = -1
-            nxt = np.minimum(i + durs, T)
-            cand = w[:, i] + value[nxt]
-            k = int(np.argmax(cand))
-            if cand[k] > best:
-                best = float(cand[k])
-                arg = k
-            value[i] = best
-            choice[i] = arg
+        run = max(1, int(self.durs.min()))
+        for hi in range(T, 0, -run):
+            lo = max(0, hi - run)
+            idx = np.arange(lo, hi)
+            cand = w[:, lo:hi] + value[np.minimum(idx[None, :] + self.durs[:, None], T)]
+            k = np.argmax(cand, axis=0)
+            best = cand[k, idx - lo]
+            # value[i] = max(value[i + 1], best[i]): a suffix maximum over the run
+            value[lo:hi] = np.maximum.accumulate(np.append(best, value[hi])[::-1])[::-1][:-1]
+            after = value[lo + 1:hi + 1]
+            choice[lo:hi] = np.where(best > after, k, -1)
         seq = []
         i = 0
         while i < T:
@@ -161,7 +190,7 @@ class GpuPricer:
                 i += 1
                 continue
             c = self.configs[k]
-            red = self.base[k][i] - lam
+            red = self.values(k, i) - lam
             order = np.argsort(-red, kind="stable")[:c.size]
             members = order[red[order] > 0]
             seq.append((int(self.times[i]), k, members))
