@@ -299,6 +299,61 @@ def test_lagrangian_bound_is_above_the_brute_force_optimum_for_any_lambda(seed, 
         assert total >= best - 1e-9
 
 
+def _plain_pricing(queries, gtype, lam, free=0) -> float:
+    """P(λ) by its definition: a backward DP over every integer start time, a batch of
+    model m and table size b earning the b largest positive κ_m Q_q − λ_q of the queries
+    arrived by its start."""
+    t_lo = max(free, min(a for a, _s, _h in queries))
+    t_end = max(h for _a, _s, h in queries)
+    value = {t: 0.0 for t in range(t_end + 1, t_end + 500)}
+    for t in range(t_end, t_lo - 1, -1):
+        best = value[t + 1]
+        for model in ("full", "tiny"):
+            for b in SIZES:
+                d = TABLES[gtype][model][str(b)]
+                if d is None:
+                    continue
+                terms = sorted((KAPPA[model] * _q(t + d, s, h) - lam[q]
+                                for q, (a, s, h) in enumerate(queries) if a <= t), reverse=True)
+                gain = sum(x for x in terms[:b] if x > 0)
+                best = max(best, gain + value.get(t + d, 0.0))
+        value[t] = best
+    return value[t_lo]
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("gtype", ["p2", "g2"])
+def test_pricer_matches_the_plain_dp_over_several_blocks(seed, gtype):
+    # 12 queries over ~1.5 s: the pricer's tables span several blocks of start times
+    from dlsched.formulations.inference_lagrange import PRICE_BLOCK, GpuPricer
+
+    rng = np.random.default_rng(900 + seed)
+    queries = []
+    for _ in range(12):
+        a = int(rng.integers(0, 1200))
+        soft = a + int(rng.integers(40, 300))
+        queries.append((a, soft, soft + int(rng.choice([0, 100, 300]))))
+    queries.sort()
+    data = inference_data(tiny_instance(queries, gpus=(gtype,)))
+    free = int(rng.integers(0, 400))
+    pricer = GpuPricer(data, 0, free)
+    assert pricer.times.size > 2 * PRICE_BLOCK
+    for trial in range(3):
+        lam = np.zeros(12) if trial == 0 else rng.uniform(0.0, 1.0, size=12)
+        value, seq = pricer.price(lam)
+        assert value == pytest.approx(_plain_pricing(queries, gtype, lam, free), abs=1e-9)
+        # the sequence it returns earns that value (batches in order, no overlap)
+        earned, end = 0.0, free
+        for start, k, members in seq:
+            c = pricer.configs[k]
+            assert start >= end and all(queries[q][0] <= start for q in members)
+            assert len(members) <= c.size
+            earned += sum(c.kappa * _q(start + c.dur, *queries[q][1:]) - lam[q]
+                          for q in members)
+            end = start + c.dur
+        assert earned == pytest.approx(value, abs=1e-9)
+
+
 def test_pricer_by_hand_reuses_a_query_when_lambda_is_zero():
     # one query (0, 100, 160) on one p2 GPU; with λ = 0 the relaxed GPU may serve it again
     # and again: tiny alone [0, 40), [40, 80), [80, 120) earns 0.5 + 0.5 + 0.5 · 40/60
