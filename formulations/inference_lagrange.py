@@ -31,8 +31,10 @@ The best L(λ) over λ equals the value of the LP over per-GPU batch sequences (
 DP above prices: max Σ_c v_c x_c with each query used at most once in total and at most
 as many sequences per GPU group as it has GPUs), and subgradient steps stall above it:
 measured on congested 50-query, 2-GPU windows, 0.01-0.26 above the LP value after they
-stopped by themselves. So a restricted master LP over the sequences found so far is solved
-(HiGHS); its query duals are where the next λ is priced, smoothed toward the best λ so far
+stopped by themselves. So a restricted master LP over the sequences found so far (from
+the first: every sequence the subgradient steps priced) is solved (one HiGHS model that
+each new sequence re-solves from the last basis); its query duals are where the next λ is
+priced, smoothed toward the best λ so far
 (α·λ_best + (1 − α)·λ_LP, α = :data:`SMOOTHING`, which cuts the iterations several-fold)
 and taken unsmoothed when the smoothed point gives no new sequence. Every priced λ is ≥ 0,
 so every L(λ) is a bound by the argument above; the master LP only chooses where to price,
@@ -49,8 +51,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from dlsched.errors import InputError
 from dlsched.instance import Instance
@@ -264,6 +264,7 @@ def lagrangian_bound(data: InferenceData, *, gpu_free: list[int] | None = None,
     it = 0
     best_dec, best_val = None, -1.0
     repairs: list[tuple[float, InferenceDecision]] = []
+    priced: list[tuple[tuple[int, int], list]] = []
     for it in range(1, iterations + 1):
         if repair_every and (it - 1) % repair_every == 0:
             dec = repair_schedule(data, pricers, lam, free)
@@ -277,6 +278,7 @@ def lagrangian_bound(data: InferenceData, *, gpu_free: list[int] | None = None,
         for key, mult in groups.items():
             val, seq = pricers[key].price(lam)
             total += mult * val
+            priced.append((key, seq))
             for _s, _k, members in seq:
                 count[members] += mult
         history.append(total)
@@ -301,7 +303,8 @@ def lagrangian_bound(data: InferenceData, *, gpu_free: list[int] | None = None,
         left = None if time_limit is None else time_limit - (time.perf_counter() - wall0)
         if left is None or left > 0:
             cg = column_generation_bound(data, pricers, groups, best_lam, lower=lower,
-                                         time_limit=left, iterations=cg_iterations)
+                                         time_limit=left, iterations=cg_iterations,
+                                         columns=priced)
             cg_rounds, lp_value = cg.iterations, cg.lp_value
             history.extend(cg.history)
             if cg.bound < best:
@@ -343,27 +346,83 @@ def _sequence_column(data: InferenceData, pricer: GpuPricer,
     return uses, value
 
 
+class _Master:
+    """The restricted master LP, kept in one HiGHS model: max Σ v_c x_c over the sequences
+    added so far, each query used at most once, each GPU group at most its GPU count.
+    A new column re-solves from the last basis (a few simplex steps, not a fresh solve)."""
+
+    def __init__(self, n: int, counts: np.ndarray) -> None:
+        import highspy
+
+        self.n = n
+        self.columns = 0
+        self.highs = highspy.Highs()
+        self.highs.setOptionValue("output_flag", False)
+        self.highs.setOptionValue("threads", 1)
+        self.highs.setOptionValue("presolve", "off")  # keeps the basis between solves
+        self.highs.setOptionValue("simplex_strategy", 4)  # primal: a new column keeps it feasible
+        rows = n + counts.size
+        none = np.zeros(0, dtype=np.int32)
+        self.highs.addRows(rows, np.full(rows, -highspy.kHighsInf),
+                           np.concatenate([np.ones(n), counts]), 0, none, none, np.zeros(0))
+        self.highs.changeObjectiveSense(highspy.ObjSense.kMaximize)
+        self._optimal = highspy.HighsModelStatus.kOptimal
+        self._reset = highspy.Highs.resetGlobalScheduler
+
+    def add(self, uses: np.ndarray, value: float, group: int) -> None:
+        rows = np.flatnonzero(uses)
+        index = np.append(rows, self.n + group).astype(np.int32)
+        coef = np.append(uses[rows], 1.0)
+        self.highs.addCol(float(value), 0.0, np.inf, index.size, index, coef)
+        self.columns += 1
+
+    def solve(self) -> tuple[float, np.ndarray] | None:
+        """(LP value, row duals ≥ 0) or None when HiGHS does not reach an optimum."""
+        self._reset(True)  # another HiGHS user in this process may have set other threads
+        self.highs.run()
+        if self.highs.getModelStatus() != self._optimal:
+            return None
+        duals = np.maximum(np.asarray(self.highs.getSolution().row_dual, float), 0.0)
+        return float(self.highs.getInfo().objective_function_value), duals
+
+
 def column_generation_bound(data: InferenceData, pricers: dict[tuple[int, int], GpuPricer],
                             groups: dict[tuple[int, int], int], lam0: np.ndarray, *,
                             lower: float = 0.0, time_limit: float | None = None,
-                            iterations: int = 3000) -> ColumnGenerationResult:
+                            iterations: int = 3000,
+                            columns: list[tuple[tuple[int, int], list]] | None = None
+                            ) -> ColumnGenerationResult:
     """Move λ toward the LP optimum of per-GPU sequences (module docstring).
 
     ``groups`` maps each pricer's key to its number of GPUs; ``lam0`` is where pricing
-    starts (the subgradient's best λ). Every bound in the result is L(λ) at a priced λ ≥ 0.
+    starts (the subgradient's best λ); ``columns`` are sequences already priced, as
+    (pricer key, sequence) pairs (the subgradient steps'), which start the master.
+    Every bound in the result is L(λ) at a priced λ ≥ 0.
     """
     wall0 = time.perf_counter()
     n = data.num_queries
     keys = list(groups)
     counts = np.array([groups[k] for k in keys], dtype=float)
-    uses_cols: list[np.ndarray] = []
-    group_of: list[int] = []
-    values: list[float] = []
+    master = _Master(n, counts)
     best, best_lam = np.inf, np.maximum(np.asarray(lam0, float), 0.0)
     lam_lp, pi = best_lam.copy(), np.zeros(len(keys))
     lp_value: float | None = None
     history: list[float] = []
     rounds = 0
+    seen = set()
+    for key, seq in columns or []:
+        if not seq:
+            continue
+        sig = (key, tuple((st, k, tuple(m)) for st, k, m in seq))
+        if sig in seen:
+            continue
+        seen.add(sig)
+        uses, value = _sequence_column(data, pricers[key], seq)
+        master.add(uses, value, keys.index(key))
+    solved = master.solve() if master.columns else None
+    if solved is not None:
+        lp_value, duals = solved
+        lam_lp, pi = duals[:n], duals[n:]
 
     def price(lam: np.ndarray, seed: bool = False) -> int:
         """Price every group at λ, keep the bound, add the sequences that improve the
@@ -383,9 +442,7 @@ def column_generation_bound(data: InferenceData, pricers: dict[tuple[int, int], 
         for gi, seq in found:
             uses, value = _sequence_column(data, pricers[keys[gi]], seq)
             if (seed and seq) or value - float(uses @ lam_lp) > pi[gi] + 1e-7:
-                uses_cols.append(uses)
-                group_of.append(gi)
-                values.append(value)
+                master.add(uses, value, gi)
                 added += 1
         return added
 
@@ -398,21 +455,15 @@ def column_generation_bound(data: InferenceData, pricers: dict[tuple[int, int], 
         added = price(point, seed=not smoothed)
         if not added and smoothed:
             added = price(lam_lp)
-        if not added and not values:  # nothing priced positive at λ0: seed at λ = 0
+        if not added and not master.columns:  # nothing priced positive at λ0: seed at λ = 0
             added = price(np.zeros(n), seed=True)
         if not added or best - lower <= 1e-9:
             break
-        m = len(values)
-        a_q = sp.csc_matrix(np.column_stack(uses_cols))
-        a_g = sp.csc_matrix((np.ones(m), (group_of, np.arange(m))), shape=(len(keys), m))
-        res = linprog(-np.asarray(values), A_ub=sp.vstack([a_q, a_g]),
-                      b_ub=np.concatenate([np.ones(n), counts]), bounds=(0.0, None),
-                      method="highs")
-        if res.status != 0:
+        solved = master.solve()
+        if solved is None:
             break  # the bound so far stays valid; only where to price is lost
-        duals = np.maximum(-res.ineqlin.marginals, 0.0)
+        lp_value, duals = solved
         lam_lp, pi = duals[:n], duals[n:]
-        lp_value = -float(res.fun)
         if best - lp_value <= 1e-7:
             break
     return ColumnGenerationResult(best, best_lam, rounds, lp_value, history)
