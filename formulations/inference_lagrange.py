@@ -233,9 +233,11 @@ def lagrangian_bound(data: InferenceData, *, gpu_free: list[int] | None = None,
     ``column_generation``, :func:`column_generation_bound` (at most ``cg_iterations``
     rounds) takes the time the subgradient steps leave: they go first and stop by
     themselves once stalled (measured: 50-query, 2-GPU congested windows after ~300 steps,
-    7 s; on 200-query windows they still improve after 30 s, and column generation
-    from there needed 830 rounds, 300 s, to go from 193.34 to 192.57, master LP 192.44,
-    not converged).
+    7 s; on the congested 200-query windows 1750, 2000 and 2500 of the default benchmark
+    the 300 steps take ~20 s, and column generation then reaches the LP value of window
+    2000, 188.396, in ~60 s in all, and takes window 1750 to 192.54 and 2500 to 194.81 in
+    60 s; before the faster pricer and master of 2026-11-23 it needed 300 s to reach
+    192.57 on window 1750).
     ``repair_every`` > 0: every so many iterations (and at the first), a feasible schedule
     is built from λ (:func:`repair_schedule`); the best one is returned and its Σ Q
     raises ``lower``.
