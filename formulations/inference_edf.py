@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from dlsched.instance import Instance
-from dlsched.problems.inference import Batch, InferenceDecision, inference_data
+from dlsched.problems.inference import Batch, InferenceDecision, inference_data, utility
 from dlsched.registry import MethodSpec, check_option_values, check_options, register_method
 from dlsched.result import Status
 from dlsched.solve import MethodOutput
@@ -112,7 +112,6 @@ def _dp(instance: Instance, gpu_free, max_states: int, beam: int, lb: float,
     arr = data.arrival[pi].astype(np.int64)
     soft = data.soft[pi].astype(float)
     hard = data.hard[pi].astype(float)
-    span = hard - soft
     types = data.gpu_type.tolist()
     # per (GPU, model): durations for L = 1..Lmax (padded to the smallest supported size)
     options: list[tuple[int, int, np.ndarray]] = []
@@ -133,13 +132,6 @@ def _dp(instance: Instance, gpu_free, max_states: int, beam: int, lb: float,
             free[..., members] = np.sort(free[..., members], axis=-1)
         return free
 
-    def quality(end: np.ndarray, lo: int, hi: int) -> np.ndarray:
-        """V of queries π_lo..π_hi-1 ending at ``end`` (the evaluator's Eq. 1)."""
-        s_, h_, sp = soft[lo:hi], hard[lo:hi], span[lo:hi]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lin = np.where(sp > 0, (h_ - end) / np.where(sp > 0, sp, 1.0), 0.0)
-        return np.where(end <= s_, 1.0, np.clip(lin, 0.0, 1.0))
-
     d_fast = min(int(d.min()) for _g, _m, d in options)
     kmax = float(data.kappa.max())
 
@@ -148,7 +140,7 @@ def _dp(instance: Instance, gpu_free, max_states: int, beam: int, lb: float,
         if i >= n:
             return np.zeros(len(free))
         e = np.maximum(free.min(axis=1)[:, None], arr[None, i:]) + d_fast
-        return kmax * quality(e.astype(float), i, n).sum(axis=1)
+        return kmax * utility(e, soft[i:], hard[i:]).sum(axis=1)
 
     start_free = tuple(int(x) for x in (gpu_free or [0] * num_gpus))
     pools: list[list[_Layer]] = [[] for _ in range(n + 1)]
@@ -180,7 +172,7 @@ def _dp(instance: Instance, gpu_free, max_states: int, beam: int, lb: float,
             chunk = max(1, GAIN_CELLS // (lmax * lmax))
             for c in range(0, k, chunk):
                 _check_clock(deadline)
-                v = quality(ends[c:c + chunk, :, None].astype(float), i, i + lmax)
+                v = utility(ends[c:c + chunk, :, None], soft[i:i + lmax], hard[i:i + lmax])
                 gains[c:c + chunk] = data.kappa[m] * np.where(first_l, v, 0.0).sum(axis=2)
             free = np.repeat(layer.free[None], lmax, axis=0)  # [L, k, G]
             free[:, :, g] = ends.T

@@ -378,14 +378,16 @@ class _Master:
         self.highs.addCol(float(value), 0.0, np.inf, index.size, index, coef)
         self.columns += 1
 
-    def solve(self) -> tuple[float, np.ndarray] | None:
-        """(LP value, row duals ≥ 0) or None when HiGHS does not reach an optimum."""
+    def solve(self) -> tuple[float, np.ndarray, np.ndarray] | None:
+        """(LP value, query duals, GPU-group duals; duals ≥ 0) or None when HiGHS does not
+        reach an optimum."""
         self._reset(True)  # another HiGHS user in this process may have set other threads
         self.highs.run()
         if self.highs.getModelStatus() != self._optimal:
             return None
         duals = np.maximum(np.asarray(self.highs.getSolution().row_dual, float), 0.0)
-        return float(self.highs.getInfo().objective_function_value), duals
+        return float(self.highs.getInfo().objective_function_value), duals[:self.n], \
+            duals[self.n:]
 
 
 def column_generation_bound(data: InferenceData, pricers: dict[tuple[int, int], GpuPricer],
@@ -423,8 +425,7 @@ def column_generation_bound(data: InferenceData, pricers: dict[tuple[int, int], 
         master.add(uses, value, keys.index(key))
     solved = master.solve() if master.columns else None
     if solved is not None:
-        lp_value, duals = solved
-        lam_lp, pi = duals[:n], duals[n:]
+        lp_value, lam_lp, pi = solved
 
     def price(lam: np.ndarray, seed: bool = False) -> int:
         """Price every group at λ, keep the bound, add the sequences that improve the
@@ -464,8 +465,7 @@ def column_generation_bound(data: InferenceData, pricers: dict[tuple[int, int], 
         solved = master.solve()
         if solved is None:
             break  # the bound so far stays valid; only where to price is lost
-        lp_value, duals = solved
-        lam_lp, pi = duals[:n], duals[n:]
+        lp_value, lam_lp, pi = solved
         if best - lp_value <= 1e-7:
             break
     return ColumnGenerationResult(best, best_lam, rounds, lp_value, history)
