@@ -54,12 +54,12 @@ from typing import Any
 import pandas as pd
 
 from dlsched.decision import decision_from_dict
-from dlsched.errors import InputError
+from dlsched.errors import InputError, MethodError
 from dlsched.gaps import relative_gap
 from dlsched.instance_io import instance_from_dict
 from dlsched.problems import get_problem
 from dlsched.registry import methods_for
-from dlsched.solve import MethodError, solve
+from dlsched.solve import solve
 
 from .library import Manifest, Offer, offer_best
 

@@ -37,8 +37,7 @@ from dlsched.instance import Instance
 from dlsched.method_support import decision_from_indices, free_gpus_by_server
 from dlsched.problems.genie import GenieTable, ShapeOption, genie_table
 from dlsched.registry import BOOL, MethodSpec, check_options, register_method
-from dlsched.result import Status
-from dlsched.solve import MethodOutput
+from dlsched.result import MethodOutput, Status
 
 from .backend import (
     BACKENDS,

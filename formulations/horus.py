@@ -56,8 +56,7 @@ from dlsched.instance import Instance
 from dlsched.method_support import decision_from_indices
 from dlsched.problems.horus import HorusCosts, horus_costs
 from dlsched.registry import BOOL, MethodSpec, check_options, register_method
-from dlsched.result import ModelSize, Status
-from dlsched.solve import MethodOutput
+from dlsched.result import MethodOutput, ModelSize, Status
 from dlsched.state import EPS
 
 from .backend import (

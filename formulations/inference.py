@@ -70,8 +70,7 @@ from dlsched.problems.inference import (
     query_qualities,
 )
 from dlsched.registry import MethodSpec, check_option_values, check_options, register_method
-from dlsched.result import Status
-from dlsched.solve import MethodOutput
+from dlsched.result import MethodOutput, Status
 
 from .backend import Deadline, TimeUp
 from .cpsat_backend import model_size, run_cpsat

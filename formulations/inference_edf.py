@@ -26,8 +26,7 @@ import numpy as np
 from dlsched.instance import Instance
 from dlsched.problems.inference import Batch, InferenceDecision, inference_data, utility
 from dlsched.registry import MethodSpec, check_option_values, check_options, register_method
-from dlsched.result import Status
-from dlsched.solve import MethodOutput
+from dlsched.result import MethodOutput, Status
 
 
 def edf_order(data) -> np.ndarray:

@@ -63,8 +63,7 @@ from dlsched.problems.inference import (
     utility,
 )
 from dlsched.registry import BOOL, MethodSpec, check_option_values, check_options, register_method
-from dlsched.result import Status
-from dlsched.solve import MethodOutput
+from dlsched.result import MethodOutput, Status
 
 from .inference_edf import edf_beam_schedule
 from .inference_improve import improve

@@ -54,8 +54,7 @@ from dlsched.problems.liquid import (
     topology_groups,
 )
 from dlsched.registry import BOOL, MethodSpec, check_options, register_method
-from dlsched.result import Status
-from dlsched.solve import MethodOutput
+from dlsched.result import MethodOutput, Status
 
 from .backend import (
     BACKENDS,

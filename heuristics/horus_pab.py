@@ -37,8 +37,7 @@ from dlsched.decision import Decision
 from dlsched.instance import Instance
 from dlsched.method_support import decision_from_indices, heuristic_method
 from dlsched.registry import BOOL, MethodSpec, register_method
-from dlsched.result import Status
-from dlsched.solve import MethodOutput
+from dlsched.result import MethodOutput, Status
 from dlsched.state import ClusterState
 
 from .horus import _cheapest_gpus

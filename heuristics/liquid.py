@@ -48,8 +48,7 @@ from dlsched.registry import (
     check_options,
     register_method,
 )
-from dlsched.result import Status
-from dlsched.solve import MethodOutput
+from dlsched.result import MethodOutput, Status
 
 UNSET = -1
 

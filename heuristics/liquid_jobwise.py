@@ -37,8 +37,7 @@ import numpy as np
 from dlsched.instance import Instance
 from dlsched.problems.liquid import EPS, LiquidData, decision_from_assignment, liquid_data
 from dlsched.registry import MethodSpec, check_option_values, check_options, register_method
-from dlsched.result import Status
-from dlsched.solve import MethodOutput
+from dlsched.result import MethodOutput, Status
 
 from .liquid import GGA_RULES, UNSET, NodeLoads
 

@@ -36,8 +36,7 @@ from dlsched.jobs import Job
 from dlsched.method_support import fifo_can_start, free_gpus_by_server, heuristic_method
 from dlsched.problems.sched2 import locality_slowdown, parse_sched2_params
 from dlsched.registry import BOOL, MethodSpec, register_method
-from dlsched.result import Status
-from dlsched.solve import MethodOutput
+from dlsched.result import MethodOutput, Status
 from dlsched.state import ViewPolicy, register_view_policy
 
 MAX_DELAYS = 3

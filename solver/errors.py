@@ -51,3 +51,7 @@ def field_path(parts: list[str | int] | tuple[str | int, ...]) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out
+
+
+class MethodError(RuntimeError):
+    """A method returned a decision the independent validator rejects (a bug, never hidden)."""

@@ -12,8 +12,7 @@ from typing import Any
 from .decision import Decision, Placement
 from .instance import Instance
 from .registry import OptionRule, check_option_values, check_options
-from .result import Status
-from .solve import MethodOutput
+from .result import MethodOutput, Status
 
 
 def free_gpus_by_server(instance: Instance) -> list[list[int]]:

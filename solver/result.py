@@ -252,3 +252,21 @@ def _json_safe(value: Any) -> Any:
     if callable(getattr(value, "tolist", None)):  # numpy scalars and arrays
         return _json_safe(value.tolist())
     return repr(value)
+
+
+@dataclass
+class MethodOutput:
+    """What a registered method hands back to :func:`solve`.
+
+    ``status`` is the method's own claim (OPTIMAL only with a proof); ``bound`` is in the
+    evaluator's units, already corrected for any coefficient scaling the backend used.
+    """
+
+    decision: Decision | None
+    status: Status
+    bound: float | None = None
+    model_size: ModelSize | None = None
+    build_time: float | None = None
+    log: str = ""
+    message: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)

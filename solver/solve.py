@@ -4,44 +4,20 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .decision import Decision
-from .errors import InputError
+from .errors import InputError, MethodError
 from .gaps import is_proven_optimal, relative_gap
 from .instance import Instance
 from .instance_io import load_instance
 from .problems import get_problem
 from .registry import MethodSpec, get_method
-from .result import ModelSize, Result, Status
+from .result import MethodOutput, Result, Status
 from .validate import validate
 
 # A result is called optimal only when the method proved it and
 # dlsched.gaps.is_proven_optimal(objective, bound) holds (the tolerances live there).
-
-
-@dataclass
-class MethodOutput:
-    """What a registered method hands back to :func:`solve`.
-
-    ``status`` is the method's own claim (OPTIMAL only with a proof); ``bound`` is in the
-    evaluator's units, already corrected for any coefficient scaling the backend used.
-    """
-
-    decision: Decision | None
-    status: Status
-    bound: float | None = None
-    model_size: ModelSize | None = None
-    build_time: float | None = None
-    log: str = ""
-    message: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-class MethodError(RuntimeError):
-    """A method returned a decision the independent validator rejects (a bug, never hidden)."""
 
 
 MAX_SEED = 2**31 - 1

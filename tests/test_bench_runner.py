@@ -14,7 +14,7 @@ from dlsched.benchmarks.build import build_suite
 from dlsched.benchmarks.library import load_manifest
 from dlsched.benchmarks.runner import COLUMNS, BenchSettings, gap_to_best, read_table, run_bench
 from dlsched.registry import _METHODS, MethodSpec, register_method
-from dlsched.solve import MethodOutput
+from dlsched.result import MethodOutput
 from dlsched.validate import evaluate
 from factories import horus_instance, running
 

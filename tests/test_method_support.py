@@ -4,7 +4,7 @@ import pytest
 
 from dlsched import Decision, InputError, Placement, Status
 from dlsched.method_support import decision_from_indices, free_gpus_by_server, heuristic_method
-from dlsched.solve import MethodOutput
+from dlsched.result import MethodOutput
 from factories import horus_instance, running
 
 

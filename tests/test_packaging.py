@@ -138,7 +138,7 @@ def test_no_library_module_imports_a_command_line_module():
 PLUGIN = '''
 from dlsched.registry import MethodSpec, register_method
 from dlsched.result import Status
-from dlsched.solve import MethodOutput
+from dlsched.result import MethodOutput
 from dlsched.decision import Decision
 
 

@@ -9,10 +9,9 @@ import pytest
 from dlsched import Instance, Job, homogeneous_cluster
 from dlsched.decision import Decision, Placement
 from dlsched.registry import _METHODS, MethodSpec
-from dlsched.result import Status
+from dlsched.result import MethodOutput, Status
 from dlsched.simulate import Policy, SimulationError, SpeedModel, job_table, simulate, summary
 from dlsched.simulate.results import gantt_bars, jct_cdf, save_results
-from dlsched.solve import MethodOutput
 
 
 def sched2_tiny() -> Instance:

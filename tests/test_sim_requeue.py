@@ -8,9 +8,8 @@ import pytest
 from dlsched import Instance, Job, homogeneous_cluster
 from dlsched.decision import Decision
 from dlsched.registry import _METHODS, MethodSpec
-from dlsched.result import Status
+from dlsched.result import MethodOutput, Status
 from dlsched.simulate import Policy, SimulationError, SpeedModel, job_table, simulate, summary
-from dlsched.solve import MethodOutput
 
 LINEAR = SpeedModel(interference="horus-linear")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from dlsched import Decision, Placement, registry, solve
+from dlsched.errors import MethodError
 from dlsched.registry import MethodSpec
-from dlsched.result import Status, relative_gap
-from dlsched.solve import MethodError, MethodOutput
+from dlsched.result import MethodOutput, Status, relative_gap
 from factories import horus_instance
 
 

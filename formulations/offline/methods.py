@@ -37,8 +37,7 @@ from dlsched.errors import InputError
 from dlsched.gaps import is_proven_optimal
 from dlsched.instance import Instance
 from dlsched.registry import BOOL, MethodSpec, OptionRule, check_options, register_method
-from dlsched.result import Status
-from dlsched.solve import MethodOutput
+from dlsched.result import MethodOutput, Status
 from dlsched.validate import evaluate
 
 from ..backend import Deadline, check_exact_options

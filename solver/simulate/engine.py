@@ -79,13 +79,13 @@ from typing import Any
 import numpy as np
 
 from ..decision import Decision, TaskPlacement
-from ..errors import InputError
+from ..errors import InputError, MethodError
 from ..instance import Instance
 from ..jobs import Job, RunningJob
 from ..problems import get_problem
 from ..registry import get_method
 from ..result import Status
-from ..solve import MethodError, run_method, solve
+from ..solve import run_method, solve
 from ..state import view_policy
 from ..validate import validate
 from .checks import check_live, check_requeue, check_schedule
