@@ -1,8 +1,8 @@
 """SCHED²'s learned job selection (Sec. III) as a method: ``dqn``.
 
 The agent's weights are a safetensors file (default: the shipped agent,
-``dlsched/rl/data/sched2_dqn.safetensors``; option ``weights=PATH`` for another); acting
-needs numpy and safetensors only (:mod:`dlsched.rl.sched2_policy`). Training:
+``dlsched/heuristics/data/sched2_dqn.safetensors``; option ``weights=PATH`` for another); acting
+needs numpy and safetensors only (:mod:`dlsched.heuristics.sched2_dqn_policy`). Training:
 ``dlsched rl train sched2`` (the ``rl`` extra).
 """
 
@@ -12,14 +12,14 @@ import os
 
 from dlsched.decision import Decision
 from dlsched.errors import InputError
+from dlsched.heuristics.sched2_dqn_policy import dqn_decision, load_network, shipped_weights
 from dlsched.instance import Instance
 from dlsched.method_support import heuristic_method
 from dlsched.registry import MethodSpec, register_method
-from dlsched.rl.sched2_policy import dqn_decision, load_network, shipped_weights
 
 
 def dqn(instance: Instance, *, weights: str | None = None) -> Decision:
-    """The agent's picks at one snapshot (see :func:`dlsched.rl.sched2_policy.dqn_decision`)."""
+    """The agent's picks at one snapshot (:func:`.sched2_dqn_policy.dqn_decision`)."""
     if weights is not None and not isinstance(weights, str | os.PathLike):
         raise InputError(f"weights = {weights!r}"[:80], field="options.weights",
                          fix="the path of a weights file, or leave it out for the shipped agent")

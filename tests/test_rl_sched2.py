@@ -12,11 +12,11 @@ from gymnasium.utils.env_checker import check_env  # noqa: E402
 from safetensors.numpy import load_file  # noqa: E402
 
 from dlsched import Instance, Job, homogeneous_cluster, solve, validate  # noqa: E402
+from dlsched.heuristics.sched2_dqn_policy import load_network, shipped_weights  # noqa: E402
+from dlsched.heuristics.selection_features import time_feature  # noqa: E402
 from dlsched.instances.sched2_gen import generate_sched2  # noqa: E402
 from dlsched.rl.dqn import Agent, DqnSettings  # noqa: E402
-from dlsched.rl.features import time_feature  # noqa: E402
 from dlsched.rl.sched2_env import ENV_ID, Sched2Env, register  # noqa: E402
-from dlsched.rl.sched2_policy import load_network, shipped_weights  # noqa: E402
 from dlsched.rl.sched2_train import EpisodeSpec, train  # noqa: E402
 from dlsched.simulate import Policy, job_table, simulate  # noqa: E402
 

@@ -29,7 +29,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from .features import OBS_HIGH, selection_observation
+from ..heuristics.selection_features import OBS_HIGH, selection_observation
 
 INVALID_PENALTY = -0.1
 

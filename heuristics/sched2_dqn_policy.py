@@ -22,15 +22,19 @@ from pathlib import Path
 
 import numpy as np
 
-from ..decision import Decision, Placement
-from ..errors import InputError
-from ..heuristics.sched2 import packing
-from ..instance import Instance
-from ..problems.sched2 import locality_slowdown, parse_sched2_params
-from .features import PROFILE_PLACEMENTS, sched2_slot_features, selection_observation
+from dlsched.decision import Decision, Placement
+from dlsched.errors import InputError
+from dlsched.heuristics.sched2 import packing
+from dlsched.heuristics.selection_features import (
+    PROFILE_PLACEMENTS,
+    sched2_slot_features,
+    selection_observation,
+)
+from dlsched.instance import Instance
+from dlsched.problems.sched2 import locality_slowdown, parse_sched2_params
 
 SHIPPED = "data/sched2_dqn.safetensors"
-"""The shipped agent, relative to the ``dlsched.rl`` package."""
+"""The shipped agent, relative to the ``dlsched.heuristics`` package."""
 
 
 class NumpyQNetwork:
@@ -78,7 +82,7 @@ def load_network(path: str) -> NumpyQNetwork:
 
 def shipped_weights() -> str:
     """Path of the shipped agent's weights."""
-    return str(resources.files("dlsched.rl").joinpath(SHIPPED))
+    return str(resources.files("dlsched.heuristics").joinpath(SHIPPED))
 
 
 def observation(instance: Instance, gpu_end: np.ndarray, queue: list[int], window: int,

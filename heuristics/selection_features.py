@@ -23,7 +23,7 @@ def sched2_slot_features(sensitivity: float, demand: int, duration: float,
                          gpus_per_server: int) -> np.ndarray:
     """A SCHED² job slot without its waiting time: the run times under the k placements
     from packed to scattered (``time_feature``) and the demand / M."""
-    from ..problems.sched2 import locality_profile
+    from dlsched.problems.sched2 import locality_profile
 
     profile = locality_profile(sensitivity, demand, gpus_per_server, PROFILE_PLACEMENTS)
     return np.concatenate([time_feature(duration * np.array(profile)),
