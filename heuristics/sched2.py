@@ -85,6 +85,59 @@ def _servers(gpus: list[int], node_of: np.ndarray) -> np.ndarray:
     return per_node[per_node > 0]
 
 
+def _start_in_order(ordered: list[Job], free: list[list[int]], node_of: np.ndarray,
+                    per_server: int, *, backfill: bool, delays: dict[str, int] | None
+                    ) -> list[tuple[Job, list[int]]]:
+    """Start ``ordered`` jobs one at a time, each by packing, until one does not fit (or,
+    with ``backfill``, skipping it); ``delays`` (DSIF) skips a job whose placement spans
+    more servers than its best locality, at most :data:`MAX_DELAYS` times, counting."""
+    placed: list[tuple[Job, list[int]]] = []
+    for job in ordered:
+        gpus = packing(free, job.num_gpus)
+        if gpus is None:
+            if backfill:
+                continue
+            break
+        best = math.ceil(job.num_gpus / per_server)
+        if (delays is not None and len(_servers(gpus, node_of)) > best
+                and delays.get(job.id, 0) < MAX_DELAYS):
+            delays[job.id] = delays.get(job.id, 0) + 1
+            continue
+        _take(free, gpus, node_of)
+        placed.append((job, gpus))
+    return placed
+
+
+def _decision(instance: Instance, placed: list[tuple[Job, list[int]]]) -> Decision:
+    ids = instance.cluster.gpu_ids
+    return Decision.of(Placement(job.id, tuple(ids[g] for g in gpus)) for job, gpus in placed)
+
+
+def start_in_order(instance: Instance, order: list[int], *, backfill: bool = False) -> Decision:
+    """The decision of starting ``instance.jobs[i]`` for ``i`` in ``order``, each placed by
+    packing, until one does not fit (with ``backfill``: skipping the ones that do not).
+
+    Parameters
+    ----------
+    instance
+        The snapshot.
+    order
+        Indices into ``instance.jobs``, in the order to try them.
+    backfill
+        Skip a job that does not fit instead of stopping.
+
+    Returns
+    -------
+    Decision
+        The started jobs' placements.
+    """
+    cluster = instance.cluster
+    placed = _start_in_order([instance.jobs[i] for i in order], free_gpus_by_server(instance),
+                             cluster.gpu_node, int(cluster.node_gpu_count.max()),
+                             backfill=backfill, delays=None)
+    return _decision(instance, placed)
+
+
 def select(instance: Instance, rule: str, *, backfill: bool = False, window: int | None = None,
            policy_state: dict[str, int] | None = None) -> tuple[Decision, dict[str, int]]:
     """Run selection rule ``rule`` with packing placement on a snapshot.
@@ -111,19 +164,8 @@ def select(instance: Instance, rule: str, *, backfill: bool = False, window: int
     if rule in static:
         # the queue is in submission order, so FIFO needs no sort
         ordered = jobs if rule == "fifo" else sorted(jobs, key=static[rule])
-        for _, job in ordered:
-            gpus = packing(free, job.num_gpus)
-            if gpus is None:
-                if backfill:
-                    continue
-                break
-            best = math.ceil(job.num_gpus / per_server)
-            if (rule == "dsif" and len(_servers(gpus, node_of)) > best
-                    and delays.get(job.id, 0) < MAX_DELAYS):
-                delays[job.id] = delays.get(job.id, 0) + 1
-                continue
-            _take(free, gpus, node_of)
-            placed.append((job, gpus))
+        placed = _start_in_order([job for _, job in ordered], free, node_of, per_server,
+                                 backfill=backfill, delays=delays if rule == "dsif" else None)
     elif rule == "saf":
         remaining = dict(jobs)
         while remaining:
@@ -155,8 +197,7 @@ def select(instance: Instance, rule: str, *, backfill: bool = False, window: int
             placed.append((remaining.pop(i), gpus))
     else:
         raise InputError(f"unknown rule {rule!r}", field="rule", fix=f"use {RULES}")
-    ids = instance.cluster.gpu_ids
-    decision = Decision.of(Placement(job.id, tuple(ids[g] for g in gpus)) for job, gpus in placed)
+    decision = _decision(instance, placed)
     started = {job.id for job, _ in placed}
     pending = {j.id for j in instance.jobs}
     return decision, {k: v for k, v in delays.items() if k in pending and k not in started}

@@ -109,7 +109,8 @@ def dqn_decision(instance: Instance, network: NumpyQNetwork) -> Decision:
             f"the agent was trained on {network.shape['servers']} x "
             f"{network.shape['gpus_per_server']} GPUs, the workload has "
             f"{cluster.num_nodes} x {m}", field="weights",
-            fix="train an agent for this cluster (`dlsched rl train sched2 --servers ...`)")
+            fix="train one for this cluster (`dlsched rl train sched2 --learner dqn --servers "
+            "S --gpus-per-server M`) or use the size-agnostic `learned-priority`")
     busy = instance.gpu_busy
     free = [[int(g) for g in cluster.gpus_of_node[s] if not busy[g]]
             for s in range(cluster.num_nodes)]

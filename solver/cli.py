@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -221,6 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        args.command_line = shlex.join(["dlsched", *(sys.argv[1:] if argv is None else argv)])
         return int(args.func(args))
     except InputError as exc:
         print(f"error: {exc.one_line()}", file=sys.stderr)

@@ -102,9 +102,9 @@ def test_head_first_agent_is_the_simulators_fifo():
 
 
 def _tiny_training(tmp_path, name):
-    return train(tmp_path / name, episodes=3, seed=5,
-                 spec=EpisodeSpec(jobs=40, servers=2, gpus_per_server=4, interarrival=300.0),
-                 window=4, train_episodes=2, eval_every=2, eval_episodes=1,
+    spec = EpisodeSpec(jobs=40, servers=2, gpus_per_server=4, interarrival=300.0)
+    return train(tmp_path / name, episodes=3, seed=5, train_set=spec.workloads(range(2)),
+                 valid_set=spec.workloads([2000]), window=4, eval_every=2,
                  pretrain_episodes=1, pretrain_updates=20,
                  settings=DqnSettings(learning_starts=20, batch=8, target_every=25,
                                       server_hidden=4, job_hidden=8, hidden=16))

@@ -1,73 +1,186 @@
-"""``dlsched rl train sched2`` and ``dlsched rl evaluate sched2`` (torch is imported only
-when training runs)."""
+"""``dlsched rl train sched2`` and ``dlsched rl evaluate sched2``.
+
+Two learners: ``search`` (the default, the shipped agent ``learned-priority``: the
+cross-entropy method over the weights of a job-priority scorer, numpy only) and ``dqn``
+(the paper's deep-Q agent for one cluster shape; torch is imported only when it trains).
+Episodes come from the seeded generator (cluster, load and job mix as options) or from a
+workload file cut into training, validation and test episodes by time.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from ..cli_support import EXIT_OK, seed_value
 from ..errors import InputError
 from ..files import check_output
 
+SHARES = (0.6, 0.68, 0.75)
+"""The one-GPU shares of the paper's three job mixes (Fig. 7); search trains on all."""
+
+
+def _shares(text: str) -> tuple[float, ...]:
+    try:
+        shares = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: use shares in [0, 1], comma-separated"
+                                         ) from None
+    if not shares or not all(0.0 <= x <= 1.0 for x in shares):
+        raise argparse.ArgumentTypeError(f"{text!r}: use shares in [0, 1], comma-separated")
+    return shares
+
 
 def _episode_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--jobs", type=int, default=1000, help="jobs per episode (1000)")
-    p.add_argument("--single-share", type=float, default=0.68,
-                   help="share of one-GPU jobs (0.68; the paper also uses 0.60 and 0.75)")
+    g = p.add_argument_group("episodes (generated unless --workload is given)")
+    g.add_argument("--servers", type=int, default=15, help="servers (15, the paper's)")
+    g.add_argument("--gpus-per-server", type=int, default=8, help="GPUs per server (8)")
+    g.add_argument("--jobs", type=int, default=1000, help="jobs per episode (1000)")
+    g.add_argument("--interarrival", type=float, default=120.0,
+                   help="mean inter-arrival time in seconds (120, the congested regime)")
+    g.add_argument("--median-duration", type=float, default=1800.0,
+                   help="median ideal run time in seconds (1800)")
+    g.add_argument("--single-share", type=_shares, default=SHARES,
+                   help="shares of one-GPU jobs, comma-separated (0.6,0.68,0.75; dqn and "
+                   "evaluate take the first)")
+    g.add_argument("--workload", help="a sched2 workload or imported trace, cut into "
+                   "episodes of --jobs jobs by time: 60 %% train, 20 %% validate, 20 %% test")
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--episodes", type=int, default=300, help="training episodes (300)")
+    p.add_argument("--learner", choices=("search", "dqn"), default="search",
+                   help="search: cross-entropy policy search of the job-priority scorer "
+                   "(the shipped learned-priority); dqn: the paper's deep-Q agent (search)")
     p.add_argument("--seed", type=seed_value, default=0, help="seed of everything (0)")
     p.add_argument("--out", required=True, help="directory for weights, curve, settings")
-    p.add_argument("--train-episodes", type=int, default=30,
-                   help="distinct training workloads, seeds 0.. (30)")
-    p.add_argument("--eval-every", type=int, default=10,
-                   help="evaluate on held-out episodes every N episodes (10)")
-    p.add_argument("--eval-episodes", type=int, default=5,
-                   help="validation episodes per evaluation, seeds 2000.. (5)")
-    p.add_argument("--window", type=int, default=30,
-                   help="J, the queued jobs the agent sees (30; the paper's 10 starves it "
-                   "in the congested regime: docs/rl.md)")
-    p.add_argument("--pretrain-episodes", type=int, default=5,
+    p.add_argument("--window", type=int, default=None,
+                   help="J, the oldest queued jobs the agent sees (search: the whole queue; "
+                   "dqn: 30; the paper's 10 starves it: docs/rl.md)")
+    p.add_argument("--train-episodes", type=int, default=None,
+                   help="generated training workloads per share, seeds 0.. (search: 4; dqn: 30)")
+    p.add_argument("--valid-episodes", type=int, default=5,
+                   help="validation workloads per share, seeds 2000.. (5)")
+    s = p.add_argument_group("search learner")
+    s.add_argument("--generations", type=int, default=20, help="CEM generations (20)")
+    s.add_argument("--population", type=int, default=24, help="weight vectors per generation (24)")
+    s.add_argument("--elites", type=int, default=6, help="best draws refitted (6)")
+    s.add_argument("--no-warm-start", action="store_true",
+                   help="start from zero weights instead of SPF's order")
+    d = p.add_argument_group("dqn learner")
+    d.add_argument("--episodes", type=int, default=120, help="training episodes (120)")
+    d.add_argument("--eval-every", type=int, default=10,
+                   help="evaluate on validation episodes every N episodes (10)")
+    d.add_argument("--pretrain-episodes", type=int, default=5,
                    help="episodes of SIF demonstrations for the warm start (5; 0: none)")
-    p.add_argument("--pretrain-updates", type=int, default=3000,
+    d.add_argument("--pretrain-updates", type=int, default=3000,
                    help="gradient steps of the warm start (3000)")
     _episode_arguments(p)
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-progress", action="store_true", help="no progress output")
 
 
 def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--weights", help="weights file (default: the shipped agent)")
-    p.add_argument("--episodes", type=int, default=30, help="test episodes, seeds 1000.. (30)")
+    p.add_argument("--policy", choices=("learned-priority", "dqn"), default="learned-priority",
+                   help="the learned method to compare with the rules (learned-priority)")
+    p.add_argument("--weights", help="weights file (default: the shipped one)")
+    p.add_argument("--episodes", type=int, default=30,
+                   help="test episodes, seeds 1000.. (30; with --workload: its test part)")
     _episode_arguments(p)
     p.add_argument("--csv", help="also write the per-episode table to this CSV file")
 
 
-def _spec(args: argparse.Namespace):
+def _spec(args: argparse.Namespace, share: float):
     from .sched2_train import EpisodeSpec
 
-    if args.jobs < 1:
-        raise InputError(f"--jobs {args.jobs}", field="--jobs", fix="use 1 or more")
-    if not 0.0 <= args.single_share <= 1.0:
-        raise InputError(f"--single-share {args.single_share}", field="--single-share",
-                         fix="a share in [0, 1]")
-    return EpisodeSpec(jobs=args.jobs, single_share=args.single_share)
+    for name in ("jobs", "servers", "gpus_per_server"):
+        if getattr(args, name) < 1:
+            flag = "--" + name.replace("_", "-")
+            raise InputError(f"{flag} {getattr(args, name)}", field=flag, fix="use 1 or more")
+    for name in ("interarrival", "median_duration"):
+        if not getattr(args, name) > 0:
+            flag = "--" + name.replace("_", "-")
+            raise InputError(f"{flag} {getattr(args, name)}", field=flag,
+                             fix="use a positive number of seconds")
+    return EpisodeSpec(jobs=args.jobs, single_share=share, interarrival=args.interarrival,
+                       servers=args.servers, gpus_per_server=args.gpus_per_server,
+                       median_duration=args.median_duration)
+
+
+def episode_sets(args: argparse.Namespace, train_per_share: int, valid_per_share: int,
+                 test: int = 0, shares: tuple[float, ...] | None = None) -> dict[str, list]:
+    """Training, validation and test workloads from the options (module docstring)."""
+    from ..instance_io import load_instance
+    from .sched2_train import TEST_SEEDS, VALIDATION_SEEDS, episodes_from_workload
+
+    if args.workload:
+        return episodes_from_workload(load_instance(args.workload), args.jobs)
+    out: dict[str, list] = {"train": [], "valid": [], "test": []}
+    for share in shares or args.single_share:
+        spec = _spec(args, share)
+        out["train"] += spec.workloads(range(train_per_share))
+        out["valid"] += spec.workloads(list(VALIDATION_SEEDS)[:valid_per_share])
+        out["test"] += spec.workloads(list(TEST_SEEDS)[:test])
+    return out
+
+
+def _check_counts(**counts: int | None) -> None:
+    for name, value in counts.items():
+        if value is not None and value < 1:
+            flag = "--" + name.replace("_", "-")
+            raise InputError(f"{flag} {value}", field=flag, fix="use 1 or more")
 
 
 def train_command(args: argparse.Namespace) -> int:
+    _check_counts(window=args.window, train_episodes=args.train_episodes,
+                  valid_episodes=args.valid_episodes, generations=args.generations,
+                  population=args.population, elites=args.elites, episodes=args.episodes,
+                  eval_every=args.eval_every)
+    if args.elites > args.population:
+        raise InputError(f"--elites {args.elites} > --population {args.population}",
+                         field="--elites", fix="keep at most --population draws")
+    check_output(args.out, "--out")  # its parent must exist; train creates the folder
+    command = args.command_line
+    if args.learner == "search":
+        summary = _train_search(args, command)
+        written = "sched2_priority.safetensors"
+    else:
+        summary = _train_dqn(args, command)
+        written = "sched2_dqn.safetensors"
+    print(json.dumps(summary))
+    print(f"wrote {Path(args.out) / written} ({summary['cpu_s']} CPU-s)")
+    return EXIT_OK
+
+
+def _train_search(args: argparse.Namespace, command: str) -> dict:
+    from .sched2_search import SearchSettings, train_priority
+
+    sets = episode_sets(args, args.train_episodes or 4, args.valid_episodes)
+    settings = SearchSettings(generations=args.generations, population=args.population,
+                              elites=args.elites, warm_start=not args.no_warm_start,
+                              window=args.window)
+
+    def progress(row: dict) -> None:
+        if not args.no_progress:
+            print(f"generation {row['generation']}: best training E "
+                  f"{row['train_best_E']:.4f}, validation E {row['valid_E']:.4f}, "
+                  f"{row['cpu_s']:.0f} CPU-s", file=sys.stderr)
+
+    return train_priority(args.out, train=sets["train"], valid=sets["valid"],
+                          seed=args.seed, settings=settings, command=command,
+                          progress=progress)
+
+
+def _train_dqn(args: argparse.Namespace, command: str) -> dict:
     from tqdm import tqdm
 
     from .sched2_train import train
 
-    if args.episodes < 1 or args.eval_every < 1 or args.eval_episodes < 1:
-        raise InputError("episode counts must be >= 1", field="--episodes/--eval-*",
-                         fix="use positive counts")
-    if not 1 <= args.train_episodes <= 30:
-        raise InputError(f"--train-episodes {args.train_episodes}", field="--train-episodes",
-                         fix="use 1 to 30 (the paper's 30 training traces)")
+    if args.pretrain_episodes < 0 or args.pretrain_updates < 0:
+        raise InputError("the warm-start counts must be >= 0", field="--pretrain-*",
+                         fix="use 0 or more")
+    sets = episode_sets(args, args.train_episodes or 30, args.valid_episodes,
+                        shares=args.single_share[:1])
     bar = tqdm(total=args.episodes, disable=args.no_progress, unit="episode")
 
     def progress(row: dict) -> None:
@@ -77,18 +190,14 @@ def train_command(args: argparse.Namespace) -> int:
             text += f" validation {row['valid_effectiveness_mean']:.3f}"
         bar.set_postfix_str(text)
 
-    if args.window < 1 or args.pretrain_episodes < 0 or args.pretrain_updates < 0:
-        raise InputError("--window must be >= 1 and the warm-start counts >= 0",
-                         field="--window/--pretrain-*", fix="use positive counts")
-    summary = train(args.out, episodes=args.episodes, seed=args.seed, spec=_spec(args),
-                    window=args.window, train_episodes=args.train_episodes,
-                    eval_every=args.eval_every, eval_episodes=args.eval_episodes,
+    summary = train(args.out, episodes=args.episodes, seed=args.seed,
+                    train_set=sets["train"], valid_set=sets["valid"],
+                    window=args.window or 30, eval_every=args.eval_every,
                     pretrain_episodes=args.pretrain_episodes,
-                    pretrain_updates=args.pretrain_updates, progress=progress)
+                    pretrain_updates=args.pretrain_updates, command=command,
+                    progress=progress)
     bar.close()
-    print(json.dumps(summary))
-    print(f"wrote {Path(args.out) / 'sched2_dqn.safetensors'} ({summary['cpu_s']} CPU-s)")
-    return EXIT_OK
+    return summary
 
 
 def evaluate_command(args: argparse.Namespace) -> int:
@@ -99,8 +208,9 @@ def evaluate_command(args: argparse.Namespace) -> int:
                          fix=f"use 1 to {len(TEST_SEEDS)}")
     if args.csv:
         check_output(args.csv, "--csv")
-    workloads = _spec(args).workloads(list(TEST_SEEDS)[: args.episodes])
-    table = compare(args.weights, workloads)
+    workloads = episode_sets(args, 0, 0, test=args.episodes,
+                             shares=args.single_share[:1])["test"][: args.episodes]
+    table = compare(args.policy, args.weights, workloads)
     if args.csv:
         table.to_csv(args.csv, index=False)
     stats = table.groupby("policy", sort=False).agg(["mean", "std"])
