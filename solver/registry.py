@@ -194,12 +194,12 @@ def load_entry_points() -> None:
 
     A plugin that fails to load is an :class:`InputError` naming it.
     """
-    from importlib.metadata import entry_points  # 30 ms: only when methods are listed
-
     global _loaded
     if _loaded:
         return
     _loaded = True
+    from importlib.metadata import entry_points  # ~30 ms: only once plugins are looked for
+
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         try:
             loaded = entry.load()
