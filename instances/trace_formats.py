@@ -43,11 +43,12 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from dlsched.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COMMON = ("job_id", "submit_time_s", "duration_s", "num_gpus")
 OPTIONAL = ("cpu", "mem_gb", "gpu_milli", "model", "batch_size", "iterations", "weight")
@@ -127,6 +128,8 @@ class _Collector:
 
     def table(self, fmt: str, columns: dict[str, str], notes: list[str] | None = None
               ) -> TraceTable:
+        import pandas as pd
+
         if not self.rows:
             raise InputError("no job left to import", field="(rows)",
                              fix="check the format name and the file; excluded: "
@@ -235,6 +238,8 @@ def timestamp(value: Any, column: str, tz: str) -> float:
 
 
 def _datetime(text: str, tz: str) -> float:
+    import pandas as pd
+
     stamp = pd.Timestamp(text)
     if stamp is pd.NaT:
         raise ValueError(text)
@@ -867,6 +872,8 @@ def read_raw_trace(fmt: str, path: str | Path, *, skip_bad: bool = False,
     -------
     TraceTable
     """
+    import pandas as pd
+
     if fmt not in READERS:
         raise InputError(f"unknown trace format {fmt!r}", field="FORMAT",
                          fix=f"use one of: {', '.join(sorted(READERS))}")

@@ -4,7 +4,8 @@ The documented API: :func:`solve`, :func:`simulate`, :func:`load_instance`, :fun
 :func:`evaluate`, and the data types re-exported here.
 """
 
-# The wiring: these imports register the built-in methods and generators.
+# The wiring: these imports declare the built-in methods and generators by name (tables
+# of the modules that register them); a module is imported when first asked for.
 from . import formulations as formulations
 from . import heuristics as heuristics
 from . import instances as instances
@@ -12,6 +13,7 @@ from .decision import Decision as Decision
 from .decision import Placement as Placement
 from .decision import TaskPlacement as TaskPlacement
 from .errors import InputError as InputError
+from .errors import MethodError as MethodError
 from .gaps import is_proven_optimal as is_proven_optimal
 from .gaps import relative_gap as relative_gap
 from .instance import Instance as Instance
@@ -20,6 +22,7 @@ from .instance_io import save_instance as save_instance
 from .jobs import Container as Container
 from .jobs import Job as Job
 from .jobs import RunningJob as RunningJob
+from .result import MethodOutput as MethodOutput
 from .result import Result as Result
 from .result import Status as Status
 from .result import results_frame as results_frame

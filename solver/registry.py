@@ -1,18 +1,23 @@
 """Registries that formulations, heuristics and instance generators fill.
 
-The core names none of them. The built-in ones register when the package face
-(``dlsched/__init__.py``) imports ``dlsched.formulations``, ``dlsched.heuristics`` and
-``dlsched.instances``, whose ``__init__`` modules list their modules explicitly. Third-party
-packages register through the entry-point group ``dlsched.methods`` (see
+The core names none of them. Built-in methods and generators are known by name before
+their modules are imported: ``dlsched.formulations``, ``dlsched.heuristics`` and
+``dlsched.instances`` each hold a table (problem, method) → module, or generator name →
+module, and hand it to :func:`declare_methods` / :func:`declare_generators` when the
+package face imports them. A module is imported the first time one of its methods is
+asked for (:func:`get_method`) or listed (:func:`methods_for`, :func:`generators`); on
+import it registers with :func:`register_method` / :func:`register_generator`.
+Third-party packages register through the entry-point group ``dlsched.methods`` (see
 :func:`load_entry_points`).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from importlib import import_module
 from typing import Any
 
 from .errors import InputError
@@ -62,6 +67,10 @@ class GeneratorSpec:
 
 _METHODS: dict[tuple[str, str], MethodSpec] = {}
 _GENERATORS: dict[str, GeneratorSpec] = {}
+_METHOD_MODULES: dict[tuple[str, str], str] = {}
+"""(problem, method) → the built-in module that registers it (from the declared tables)."""
+_GENERATOR_MODULES: dict[str, str] = {}
+"""``dlsched generate`` name → the built-in module that registers it."""
 _loaded = False
 
 
@@ -126,12 +135,50 @@ def check_option_values(options: Mapping[str, Any], rules: Mapping[str, OptionRu
                              fix=f"use {what}")
 
 
+def _declare(package: str, table: Mapping[Any, str], into: dict[Any, str]) -> None:
+    for key, module in table.items():
+        name = f"{package}.{module}"
+        if into.setdefault(key, name) != name:
+            raise ValueError(f"{key} is declared by both {into[key]} and {name}")
+
+
+def declare_methods(package: str, table: Mapping[tuple[str, str], str]) -> None:
+    """Declare built-in methods: ``table`` maps (problem, method) to the module of
+    ``package`` (a name relative to it) whose import registers that method."""
+    _declare(package, table, _METHOD_MODULES)
+
+
+def declare_generators(package: str, table: Mapping[str, str]) -> None:
+    """Declare built-in generators: ``table`` maps a ``dlsched generate`` name to the
+    module of ``package`` (relative name) whose import registers it."""
+    _declare(package, table, _GENERATOR_MODULES)
+
+
+def _check_new(what: str, label: str, key: Any, registered: Mapping[Any, Any],
+               declared: Mapping[Any, str]) -> None:
+    # A declared name is registered by its own module only, so the answer never depends
+    # on whether a plugin or that module was imported first; the module is in
+    # sys.modules from the moment its import starts.
+    owner = declared.get(key)
+    if key in registered or (owner is not None and owner not in sys.modules):
+        raise InputError(f"{what} {label} is registered twice"
+                         + (f" (it is {owner}'s)" if owner else ""), field=what,
+                         fix=f"give the new {what} another name")
+
+
 def register_method(spec: MethodSpec) -> MethodSpec:
-    _METHODS[(spec.problem, spec.name)] = spec
+    """Add a method; a (problem, name) already registered or declared by another module
+    is an InputError."""
+    key = (spec.problem, spec.name)
+    _check_new("method", f"{spec.problem}/{spec.name}", key, _METHODS, _METHOD_MODULES)
+    _METHODS[key] = spec
     return spec
 
 
 def register_generator(spec: GeneratorSpec) -> GeneratorSpec:
+    """Add a generator; a name already registered or declared by another module is an
+    InputError."""
+    _check_new("generator", spec.key, spec.key, _GENERATORS, _GENERATOR_MODULES)
     _GENERATORS[spec.key] = spec
     return spec
 
@@ -151,6 +198,8 @@ def load_entry_points() -> None:
     if _loaded:
         return
     _loaded = True
+    from importlib.metadata import entry_points  # ~30 ms: only once plugins are looked for
+
     for entry in entry_points(group=ENTRY_POINT_GROUP):
         try:
             loaded = entry.load()
@@ -166,21 +215,34 @@ def load_entry_points() -> None:
 
 
 def methods_for(problem: str) -> dict[str, MethodSpec]:
+    """Every method of ``problem`` by name, sorted (imports the modules that register
+    them, and the plugins)."""
+    for module in sorted({m for (p, _), m in _METHOD_MODULES.items() if p == problem}):
+        import_module(module)
     load_entry_points()
     return {name: spec for (p, name), spec in sorted(_METHODS.items()) if p == problem}
 
 
 def get_method(problem: str, name: str) -> MethodSpec:
-    methods = methods_for(problem)
-    if name not in methods:
+    """The method ``name`` of ``problem``; a built-in one imports only its own module."""
+    key = (problem, name)
+    if key not in _METHODS:
+        if key in _METHOD_MODULES:
+            import_module(_METHOD_MODULES[key])
+        else:
+            load_entry_points()
+    if key not in _METHODS:
         raise InputError(
             f"no method {name!r} for problem {problem!r}",
             field="method",
-            fix=f"use one of: {', '.join(methods) or '(none registered)'}",
+            fix=f"use one of: {', '.join(methods_for(problem)) or '(none registered)'}",
         )
-    return methods[name]
+    return _METHODS[key]
 
 
 def generators() -> dict[str, GeneratorSpec]:
+    """Every generator by its ``dlsched generate`` name, sorted (imports them all)."""
+    for module in sorted(set(_GENERATOR_MODULES.values())):
+        import_module(module)
     load_entry_points()
     return dict(sorted(_GENERATORS.items()))

@@ -20,13 +20,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from .errors import InputError
 from .topology_graph import LEVEL_NAMES, Level, check_graph, graph_from_node_link, node_link
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 __all__ = ["Cluster", "GpuSpec", "Level", "NodeSpec", "ROOT", "homogeneous_cluster"]
 
@@ -146,6 +148,8 @@ def _check_specs(nodes: tuple[NodeSpec, ...]) -> None:
 
 def _graph_from_specs(nodes: tuple[NodeSpec, ...]) -> nx.DiGraph:
     """The tree of a checked ``nodes`` form; socket/switch vertices are ``<server>/<name>``."""
+    import networkx as nx
+
     vertices: dict[str, dict[str, Any]] = {ROOT: {"kind": "cluster"}}
     edges: dict[tuple[str, str], None] = {}
     for node in nodes:
@@ -265,6 +269,8 @@ class Cluster:
     """
 
     def __init__(self, nodes: Iterable[NodeSpec]) -> None:
+        import networkx as nx
+
         specs = tuple(nodes)
         _check_specs(specs)
         self._specs: tuple[NodeSpec, ...] | None = specs
@@ -294,6 +300,8 @@ class Cluster:
         InputError
             A one-line error naming the offending vertex.
         """
+        import networkx as nx
+
         self = cls.__new__(cls)
         self._specs = None
         self.graph = nx.freeze(check_graph(graph, where))

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from enum import IntEnum
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 class Level(IntEnum):
@@ -89,6 +90,8 @@ def check_graph(graph: nx.Graph, where: str = "cluster.graph") -> nx.DiGraph:
         is not a GPU, a missing or invalid ``cpu``/``ram_gb``/``type``/``mem_gb``/``speed``/
         ``bandwidth``, parallel edges.
     """
+    import networkx as nx
+
     if graph.is_multigraph() and any(
         graph.number_of_edges(u, v) > 1 for u, v in graph.edges()
     ):
@@ -209,6 +212,8 @@ def graph_from_node_link(data: Mapping[str, Any], where: str = "cluster.graph") 
     Raises InputError for a malformed document; the graph itself is not checked here
     (see :func:`check_graph`).
     """
+    import networkx as nx
+
     if not isinstance(data, Mapping):
         raise _bad("the graph is not an object", where, "give the node-link form")
     nodes = data.get("nodes")

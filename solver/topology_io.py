@@ -9,8 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
-import networkx as nx
-
 from .errors import InputError
 from .files import read_json, write_json
 from .topology import Cluster
@@ -38,6 +36,8 @@ def load_topology(path: str | Path) -> Cluster:
         One line naming the file and the offending vertex (a cycle, a GPU without a
         server, a missing attribute, an unknown level, ...).
     """
+    import networkx as nx
+
     path = Path(path)
     suffix = path.suffix.lower()
     try:
@@ -65,6 +65,8 @@ def load_topology(path: str | Path) -> Cluster:
 
 def save_topology(cluster: Cluster, path: str | Path) -> None:
     """Write ``cluster.graph`` as node-link JSON (``*.json``) or GraphML (``*.graphml``)."""
+    import networkx as nx
+
     path = Path(path)
     if path.suffix.lower() == ".graphml":
         graph = cluster.graph.copy()

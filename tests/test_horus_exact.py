@@ -144,7 +144,7 @@ CPU_SEEDS = range(6)
 
 def _naive_pairs(data):
     """Per job its D cheapest feasible GPUs (ties by index): the rule the issue warns of."""
-    from dlsched.formulations.horus import feasible_matrix
+    from dlsched.formulations.horus_data import feasible_matrix
 
     feasible = feasible_matrix(data.instance, data.costs)
     demand = data.certificate.demand
@@ -168,11 +168,11 @@ def test_certificate_catches_the_naive_rule(cpu_optima):
     import dataclasses
 
     from dlsched.formulations.backend import Deadline
-    from dlsched.formulations.horus import (
+    from dlsched.formulations.horus import solve_round
+    from dlsched.formulations.horus_data import (
         certify,
         feasible_matrix,
         horus_data,
-        solve_round,
         tight_servers,
     )
 

@@ -30,11 +30,15 @@ idle), n the server's GPU count; an all-idle server has fragmentation 0 (the for
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from ..problems.genie.model import average_normalized_latency, qos_guarantee_pct
 from .engine import SimRun
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 JOB_COLUMNS = ("job", "submit", "start", "end", "num_gpus", "nodes", "gpus", "wait", "jct",
                "run", "ideal", "slowdown", "run_slowdown", "locality_slowdown",
@@ -43,6 +47,8 @@ JOB_COLUMNS = ("job", "submit", "start", "end", "num_gpus", "nodes", "gpus", "wa
 
 def job_table(run: SimRun) -> pd.DataFrame:
     """One row per job (see the module docstring for the columns)."""
+    import pandas as pd
+
     ids = run.workload.cluster.gpu_ids
     rows = []
     for rec in run.records:
@@ -66,6 +72,8 @@ def job_table(run: SimRun) -> pd.DataFrame:
 
 def utilization_series(run: SimRun) -> pd.DataFrame:
     """Busy GPUs (and their share of all GPUs) from each change time on."""
+    import pandas as pd
+
     g = run.workload.cluster.num_gpus
     return pd.DataFrame({"time": run.busy_t, "busy_gpus": run.busy_n,
                          "utilization": run.busy_n / g})

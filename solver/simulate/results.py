@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..files import TABLE_FORMATS, write_table
 from .engine import SimRun
 from .metrics import job_table, summary, utilization_series
 from .speed import describe
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 TIMING_FIELDS = ("wall_time_s", "events_per_s")
 """Summary fields that depend on the machine: written to ``timing.json``, not ``summary.json``."""
@@ -28,6 +30,8 @@ TIMING_FIELDS = ("wall_time_s", "events_per_s")
 def save_results(run: SimRun, out_dir: str | Path, *, fmt: str = "csv",
                  plots: bool = True) -> dict[str, Any]:
     """Write tables, summary and (optionally) plots to ``out_dir``; returns the summary."""
+    import pandas as pd
+
     if fmt not in TABLE_FORMATS:
         raise ValueError(f"fmt must be one of {TABLE_FORMATS}, not {fmt!r}")
     out = Path(out_dir)
@@ -131,6 +135,8 @@ def plot_utilization(run: SimRun, jobs: pd.DataFrame | None = None):
 
 def jct_cdf(jobs: pd.DataFrame) -> pd.DataFrame:
     """Empirical CDF of the JCT of finished jobs: (jct sorted, cumulative share)."""
+    import pandas as pd
+
     jct = np.sort(jobs["jct"].dropna().to_numpy())
     return pd.DataFrame({"jct": jct, "cdf": np.arange(1, len(jct) + 1) / max(len(jct), 1)})
 
@@ -189,6 +195,8 @@ def gantt_bars(run: SimRun, jobs: pd.DataFrame | None = None,
     pandas.DataFrame
         Columns ``job, gpu, start, end, num_gpus, model``.
     """
+    import pandas as pd
+
     jobs = job_table(run) if jobs is None else jobs
     index = run.workload.cluster.gpu_index
     rows = []
@@ -300,6 +308,8 @@ def server_busy_matrix(run: SimRun, jobs: pd.DataFrame, bins: int = 400) -> pd.D
         Rows: servers in cluster order; columns: slice start times; GPU-seconds in a
         slice / slice width.
     """
+    import pandas as pd
+
     cluster = run.workload.cluster
     t0 = float(jobs["start"].min()) if len(jobs) else 0.0
     t1 = float(jobs["end"].max()) if len(jobs) else 1.0
