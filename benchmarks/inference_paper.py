@@ -38,19 +38,19 @@ import numpy as np
 
 from dlsched.instances.inference_gen import CLUSTER_SCALE_CALIBRATED
 
-PAPER_Q = {  # Table 2 (one p2) and Table 4 (5 g2 + 5 p2): mean (SD) response quality
-    "p2:1": {"fixed": (0.883, 0.818, 0.860, 0.863), "heuristic": (0.968, 0.915, 0.950, 0.939),
-             "pg": (0.978, 0.931, 0.961, 0.949)},
-    "g2:5,p2:5": {"fixed": (0.820, 0.767, 0.801, 0.813),
-                  "heuristic": (0.948, 0.883, 0.925, 0.916),
-                  "pg": (0.955, 0.895, 0.933, 0.922)},
-}
-PAPER_TINY = {  # Tables 3 and 5: P_tiny (%)
-    "p2:1": {"fixed": (20.2, 33.8, 25.0, 25.4), "heuristic": (5.5, 16.3, 9.2, 11.7),
-             "pg": (2.0, 8.2, 4.1, 6.1)},
-    "g2:5,p2:5": {"fixed": (32.6, 43.5, 36.5, 34.4), "heuristic": (9.6, 22.8, 14.4, 16.4),
-                  "pg": (8.2, 20.6, 12.8, 14.8)},
-}
+from .paper_claims import claim
+
+# the paper's tables (benchmarks/claims/inference.toml): per setting, the mean-quality
+# table (2: one p2, 4: 5 g2 + 5 p2) and the P_tiny (%) table (3, 5); the RL scheduler is pg
+_TABLES = {"p2:1": ("table2", "table3"), "g2:5,p2:5": ("table4", "table5")}
+PAPER_Q = {gpus: {"fixed": tuple(claim(f"inference.{q}.heuristic-fixed").baseline),
+                  "heuristic": tuple(claim(f"inference.{q}.heuristic-fixed").value),
+                  "pg": tuple(claim(f"inference.{q}.rl-heuristic").value)}
+           for gpus, (q, _) in _TABLES.items()}
+PAPER_TINY = {gpus: {pol: tuple(claim(f"inference.{t}.{name}").value)
+                     for pol, name in (("fixed", "fixed"), ("heuristic", "heuristic"),
+                                       ("pg", "rl"))}
+              for gpus, (_, t) in _TABLES.items()}
 SLOTS = (12.0, 15.0, 18.0, 21.0)
 SETTINGS = (("p2:1", 1.0, "Table 2/3"), ("g2:5,p2:5", 8.0, "Table 4/5"))
 CLUSTER_LOADS = ("paper", "calibrated", "both")

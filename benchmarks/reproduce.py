@@ -9,9 +9,10 @@ paper's winning policy is also measured against the exact optimum on small insta
 the paper's own setting.
 
 A relative change is ``(ours - theirs) / theirs`` of the metric (negative = ours lower).
-The paper's numbers are facts from the papers; the settings that the papers leave open are
-our readings, documented in the generators (``instances/*_gen.py``) and in
-``docs/reproduce.md``.
+The paper's numbers are facts from the papers, kept as data with their quotes in
+``benchmarks/claims/<paper>.toml`` (:mod:`dlsched.benchmarks.paper_claims`); the settings
+that the papers leave open are our readings, documented in the generators
+(``instances/*_gen.py``) and in ``docs/reproduce.md``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -33,6 +34,8 @@ from dlsched.problems.genie import genie_breakdown, parse_genie_params, platform
 from dlsched.problems.genie.model import feasible_shapes, latency
 from dlsched.simulate import Policy, SpeedModel, job_table, simulate, summary
 from dlsched.solve import solve
+
+from .paper_claims import Claim, claim
 
 
 @dataclass(frozen=True)
@@ -61,14 +64,16 @@ def _fmt_pct(values: list[float]) -> str:
     return f"{mean:+.1f} % [{100 * min(values):+.1f}, {100 * max(values):+.1f}]"
 
 
-def compare(paper: str, result: str, cite: str, claimed: tuple[float, float],
-            values: list[float], reason_if_not: str) -> Row:
-    """A row for a claimed relative change (a range ``claimed``; lo = hi for one number).
+def compare(cited: Claim, result: str, values: list[float], reason_if_not: str,
+            claimed: Sequence[float] | None = None) -> Row:
+    """A row for the relative change ``cited`` claims (``claimed``: a range [lo, hi] of it
+    instead of its one number).
 
     The direction matches when the mean has the claim's sign; the magnitude is within 2x
     when the mean lies in [lo / 2, 2 hi] (by absolute value).
     """
-    lo, hi = sorted(claimed, key=abs)
+    paper, cite = cited.id.split(".", 1)[0], cited.source
+    lo, hi = sorted(claimed or (cited.change(),) * 2, key=abs)
     mean = statistics.fmean(values)
     direction = bool(np.sign(mean) == np.sign(hi))
     within = direction and abs(lo) / 2 <= abs(mean) <= 2 * abs(hi)
@@ -106,10 +111,8 @@ def horus(seeds: int, quick: bool, interference: str = "both", gpus: str = "both
     """
     models = ("horus", "horus-linear") if interference == "both" else (interference,)
     sizes = ("preset", "one") if gpus == "both" else (gpus,)
-    table6 = {"w-small": {"fifo": 267.3, "pab": 250.4, "obp": 225.3, "horus": 204.0},
-              "w-large": {"fifo": 306.9, "pab": 277.6, "obp": 238.6, "horus": 212.8}}
-    fig7 = {"w-small": (0.103, 0.303), "w-large": (0.082, 0.218)}
-    fig8_util = 0.696  # Fig. 8 / Sec. 5: Horus' average cluster GPU utilization
+    fig7_claim, fig8 = claim("horus.fig7.runtime"), claim("horus.fig8.util-gain")
+    fig7, fig8_util = fig7_claim.value, fig8.value
 
     def run_all(workload, model: str) -> dict[str, dict]:
         out = {}
@@ -137,7 +140,7 @@ def horus(seeds: int, quick: bool, interference: str = "both", gpus: str = "both
             def pct(policy: str, key: str, base: str = "fifo", res: list[dict] = res) -> str:
                 return f"{100 * statistics.fmean(_change(r[policy][key], r[base][key]) for r in res):+.0f} %"  # noqa: E501
 
-            t6 = table6[preset]
+            t6 = {base: claim(f"horus.table6.{preset}.{base}") for base in ("fifo", "obp", "pab")}
             inflation = [_change(r["greedy"]["run_time_mean"], r["fifo"]["run_time_mean"])
                          for r in res]
             runs = (f"run time (start → end) vs FIFO: Horus {pct('greedy', 'run_time_mean')}, "
@@ -151,19 +154,18 @@ def horus(seeds: int, quick: bool, interference: str = "both", gpus: str = "both
                    "obp": f"{runs}; {util}",
                    "pab": f"PAB requeued {mean('pab', 'requeues'):.1f} jobs per run; PAB vs "
                           f"OBP makespan {pct('pab', 'makespan', 'obp')} (Table 6: "
-                          f"{100 * _change(t6['pab'], t6['obp']):+.0f} %); {runs}"}
+                          f"{100 * _change(t6['pab'].baseline, t6['obp'].baseline):+.0f} %); "
+                          f"{runs}"}
             for base in ("fifo", "obp", "pab"):
                 rows.append(compare(
-                    "horus", f"{preset}: makespan, Horus vs {base.upper()}{tag}",
-                    "Table 6", (_change(t6["horus"], t6[base]),) * 2,
+                    t6[base], f"{preset}: makespan, Horus vs {base.upper()}{tag}",
                     [_change(r["greedy"]["makespan"], r[base]["makespan"]) for r in res],
                     why[base]))
             rows.append(compare(
-                "horus", f"{preset}: mean run time (start → end), Horus vs FIFO{tag}",
-                "Fig. 7", fig7[preset], inflation,
-                f"the interference model ({model}) slows co-located jobs "
+                fig7_claim, f"{preset}: mean run time (start → end), Horus vs FIFO{tag}",
+                inflation, f"the interference model ({model}) slows co-located jobs "
                 + ("more" if statistics.fmean(inflation) > fig7[preset][1] else "less")
-                + " than the testbed did"))
+                + " than the testbed did", claimed=fig7[preset]))
             agg = [r["greedy"]["gpu_util_aggregate"] for r in res]
             fifo_agg = mean("fifo", "gpu_util_aggregate")
             u = statistics.fmean(agg)
@@ -171,7 +173,7 @@ def horus(seeds: int, quick: bool, interference: str = "both", gpus: str = "both
             within = fig8_util / 2 <= u <= 2 * fig8_util
             rows.append(Row(
                 "horus", f"{preset}: aggregate GPU utilization (per GPU the summed job "
-                f"utilization, capped at 100 %), Horus{tag}", "Fig. 8",
+                f"utilization, capped at 100 %), Horus{tag}", fig8.source,
                 f"{100 * fig8_util:.1f} %",
                 f"{100 * u:.1f} % [{100 * min(agg):.1f}, {100 * max(agg):.1f}]",
                 len(agg), direction, within, "" if direction and within else util))
@@ -353,14 +355,12 @@ def genie(seeds: int, quick: bool) -> list[Row]:
         return [_change(r[who][key], max(better(r[b][key] for b in GENIE_BASELINES), 1e-9))
                 for r in per_density[d]]
 
-    for key, label, cite, claim, sign in (("qos", "QoS-guarantee %", "Fig. 13a, Sec. 7.2.1",
-                                           0.674, 1), ("makespan", "makespan",
-                                                       "Fig. 13b, Sec. 7.2.1", -0.282, -1)):
+    for key, label, sign in (("qos", "QoS-guarantee %", 1), ("makespan", "makespan", -1)):
         top = max(densities, key=lambda d: sign * statistics.fmean(changes(d, key)))
         res = per_density[top]
         why = f"at density {top:g}: " + _genie_why(res, key)
-        rows.append(compare("genie", f"{label}, SWAF vs best baseline: up to (best density: "
-                            f"{top:g}/h)", cite, (claim, claim), changes(top, key), why))
+        rows.append(compare(claim(f"genie.fig13.{key}"), f"{label}, SWAF vs best baseline: up "
+                            f"to (best density: {top:g}/h)", changes(top, key), why))
         for var in GENIE_VARIANTS:
             var_top = max(densities,
                           key=lambda d, v=var: sign * statistics.fmean(changes(d, key, v)))
@@ -387,19 +387,18 @@ def liquid(seeds: int, quick: bool) -> list[Row]:
                     Policy("random", seed=s), Policy("spread")])
              for s in range(seeds)]
     rows = []
-    for base, claim in (("random", -0.14), ("spread", -0.32)):
+    for base, cid in (("random", "random"), ("spread", "even")):
         rows.append(compare(
-            "liquid", f"Fig. 18 setting: mean execution time, best-fit vs {base}", "Fig. 18",
-            (claim, claim), [_change(r["bestfit"]["run_mean"], r[base]["run_mean"])
-                             for r in fig18],
+            claim(f"liquid.fig18.{cid}"), f"Fig. 18 setting: mean execution time, best-fit vs "
+            f"{base}", [_change(r["bestfit"]["run_mean"], r[base]["run_mean"]) for r in fig18],
             "the testbed's network slowdowns differ from the fitted bandwidth weights"))
     for method in ("gga", "gga-ls"):
         slow = statistics.fmean(r[method]["locality_slowdown_mean"] for r in fig19)
-        for base, claim in (("random", -0.24), ("spread", -0.23)):
+        for base, cid in (("random", "random"), ("spread", "even")):
             theirs = statistics.fmean(r[base]["locality_slowdown_mean"] for r in fig19)
             rows.append(compare(
-                "liquid", f"Fig. 19 batch, {nodes} servers: makespan, {method} vs {base}",
-                "Fig. 19d", (claim, claim),
+                claim(f"liquid.fig19d.makespan.{cid}"),
+                f"Fig. 19 batch, {nodes} servers: makespan, {method} vs {base}",
                 [_change(r[method]["makespan"], r[base]["makespan"]) for r in fig19],
                 f"{method}'s plans split jobs: mean network slowdown {slow:.2f}x "
                 f"({base}: {theirs:.2f}x)"))
@@ -433,11 +432,12 @@ def sched2(seeds: int, quick: bool) -> list[Row]:
                 waits.append(summary(run)["wait_mean"])
         grows[rule] = slopes
     mean_wait = statistics.fmean(waits)
-    rows.append(Row("sched2", "the congested regime: FIFO's mean wait", "Fig. 10b",
-                    "19075 s (baselines)", f"{mean_wait:.0f} s [{min(waits):.0f}, "
-                    f"{max(waits):.0f}]", len(waits), None,
-                    bool(19075 / 2 <= mean_wait <= 2 * 19075),
-                    "" if 19075 / 2 <= mean_wait <= 2 * 19075 else
+    wait = claim("sched2.fig10.wait")
+    within = bool(wait.value / 2 <= mean_wait <= 2 * wait.value)
+    rows.append(Row("sched2", "the congested regime: FIFO's mean wait", wait.source,
+                    f"{wait.value:.0f} s (baselines)", f"{mean_wait:.0f} s [{min(waits):.0f}, "
+                    f"{max(waits):.0f}]", len(waits), None, within,
+                    "" if within else
                     "heavy-tailed durations: the wait varies by an order of magnitude "
                     "between seeds" + (" (and --quick episodes are short)" if quick else "")))
     for rule, slopes in grows.items():
@@ -447,7 +447,7 @@ def sched2(seeds: int, quick: bool) -> list[Row]:
                         "(mean fragmentation, 2nd half - 1st half)", len(slopes), up, None,
                         "" if up else "our load is lighter than the paper's"))
     # the learned agent (the shipped weights) against the best rule, Fig. 7 / Fig. 10
-    for share, claim in ((0.68, 0.6), (0.60, 0.64), (0.75, 0.09)):
+    for share in (0.68, 0.60, 0.75):
         ratios, best_rules = [], []
         for s in range(seeds):
             w = generate_sched2(seed=1000 + s, jobs=300 if quick else 1000,
@@ -458,9 +458,9 @@ def sched2(seeds: int, quick: bool) -> list[Row]:
             ratios.append(_change(res["dqn"]["effectiveness_mean"],
                                   res[best]["effectiveness_mean"]))
         rows.append(compare(
-            "sched2", f"{share:.0%} one-GPU jobs: mean execution effectiveness, DQN agent vs "
-            f"the best rule ({', '.join(sorted(set(best_rules)))})",
-            "Fig. 7" if share == 0.68 else "Fig. 10", (claim, claim), ratios,
+            claim(f"sched2.fig7.E-{share * 100:.0f}"), f"{share:.0%} one-GPU jobs: mean "
+            f"execution effectiveness, DQN agent vs the best rule "
+            f"({', '.join(sorted(set(best_rules)))})", ratios,
             "the agent trained here (docs/rl.md) does not beat whole-queue rules"))
     # beyond the paper: the rules against the offline optimum (makespan) on small workloads
     gaps: dict[str, list[float]] = {rule: [] for rule in RULES}
