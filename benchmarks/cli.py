@@ -116,8 +116,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_compete(args: argparse.Namespace) -> int:
-    from .compete import Limits, compete, parse_entrant
+    from .compete import compete, parse_entrant
     from .library import load_manifest
+    from .sandbox import Limits
     from .suites import load_spec, suite_dir
 
     directory = suite_dir(args.suite, args.library)
