@@ -141,9 +141,9 @@ def _cmd_compete(args: argparse.Namespace) -> int:
                            progress=not args.no_progress,
                            limits=Limits(args.memory_limit, args.max_solution_mb,
                                          args.max_output_kb))
-    from .report import markdown_table
+    from .report import frame_table
 
-    print(markdown_table(board, ".4f"))
+    print(frame_table(board, ".4f"))
     for note in notes:
         print(note)
     print(f"\nwrote {output / 'leaderboard.md'} and {output / 'scores.csv'}")

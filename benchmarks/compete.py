@@ -60,7 +60,7 @@ from dlsched.solution_io import load_solution, save_solution
 from dlsched.validate import validate
 
 from .library import Manifest, Offer, offer_best
-from .report import markdown_table
+from .report import frame_table
 from .runner import gap_to_best
 from .sandbox import SIGNAL_NOTES, Capture, Limits, become_subreaper, run_command, signal_name
 
@@ -383,7 +383,7 @@ def leaderboard_markdown(board: pd.DataFrame, suite: str, time_limit: float) -> 
     return (f"# Leaderboard · suite {suite} · time limit {time_limit:g} s\n\n"
             "Score per instance: clip(1 − gap to the best known objective, 0, 1); 0 for "
             "invalid, missing, timeout or crash (docs/competition.md).\n\n"
-            + markdown_table(board, ".4f") + "\n")
+            + frame_table(board, ".4f") + "\n")
 
 
 # ---------------------------------------------------------------------- callable entrants

@@ -28,6 +28,7 @@ from dlsched import solve
 from dlsched.cli_support import parse_backends
 from dlsched.formulations.backend import BACKENDS
 from dlsched.instances.horus_gen import generate_horus
+from dlsched.markdown import markdown_table
 from dlsched.problems.horus import horus_breakdown
 from dlsched.result import Status
 
@@ -80,10 +81,7 @@ def _table(rows, seeds, busy, cost_model, time_limit, nodes, beta) -> str:
     head = (f"Horus {nodes}×8, β = {beta}, busy = {busy}, cost model {cost_model}, "
             f"{seeds} seeds, time limit {time_limit:g} s; {platform.processor() or 'cpu'}, "
             f"{os.cpu_count()} cores\n\n")
-    out = [head, "| method | optimal | build s (mean / max) | solve s (mean / max) | "
-                 "wall s (mean / max) | gap % (mean / max) | gap > 0 | unplaced GPU requests "
-                 "(mean) |",
-           "|---|---|---|---|---|---|---|---|"]
+    table = []
     for name, runs in rows.items():
         opt = sum(r["status"] is Status.OPTIMAL for r in runs)
         gaps = [r["gap"] for r in runs if r["gap"] is not None]
@@ -93,10 +91,12 @@ def _table(rows, seeds, busy, cost_model, time_limit, nodes, beta) -> str:
         unplaced = [r["unplaced"] for r in runs if "unplaced" in r]
         label = name if name in HEURISTICS else f"exact ({name})"
         mean_unplaced = f"{statistics.mean(unplaced):.2f}" if unplaced else "-"
-        out.append(f"| {label} | {opt}/{len(runs)} | {_fmt(build)} | {_fmt(solve_t)} | "
-                   f"{_fmt(wall)} | {_fmt(gaps, 100, 2)} | {sum(g > 1e-9 for g in gaps)} | "
-                   f"{mean_unplaced} |")
-    return "\n".join(out)
+        table.append([label, f"{opt}/{len(runs)}", _fmt(build), _fmt(solve_t), _fmt(wall),
+                      _fmt(gaps, 100, 2), sum(g > 1e-9 for g in gaps), mean_unplaced])
+    return head + "\n" + markdown_table(
+        ["method", "optimal", "build s (mean / max)", "solve s (mean / max)",
+         "wall s (mean / max)", "gap % (mean / max)", "gap > 0",
+         "unplaced GPU requests (mean)"], table)
 
 
 def main() -> None:

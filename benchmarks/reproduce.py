@@ -30,6 +30,7 @@ from dlsched.instances.genie_gen import generate_genie_workload
 from dlsched.instances.horus_gen import generate_horus, generate_horus_workload
 from dlsched.instances.liquid_gen import generate_liquid, generate_liquid_preset
 from dlsched.instances.sched2_gen import CONGESTED_INTERARRIVAL, generate_sched2
+from dlsched.markdown import markdown_table
 from dlsched.problems.genie import genie_breakdown, parse_genie_params, platform_of, task_of
 from dlsched.problems.genie.model import feasible_shapes, latency
 from dlsched.simulate import Policy, SpeedModel, job_table, simulate, summary
@@ -537,12 +538,11 @@ def markdown(rows: list[Row]) -> str:
     def yn(v: bool | None) -> str:
         return "—" if v is None else ("yes" if v else "no")
 
-    lines = ["| paper | result | cite | paper's number | dlsched (mean [min, max]) | seeds |"
-             " direction | within 2x | reason where not |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r.paper} | {r.result} | {r.cite} | {r.paper_value} | {r.ours} | {r.seeds}"
-              f" | {yn(r.direction_matches)} | {yn(r.within_2x)} | {r.reason} |" for r in rows]
-    return "\n".join(lines)
+    return markdown_table(
+        ["paper", "result", "cite", "paper's number", "dlsched (mean [min, max])", "seeds",
+         "direction", "within 2x", "reason where not"],
+        [[r.paper, r.result, r.cite, r.paper_value, r.ours, r.seeds, yn(r.direction_matches),
+          yn(r.within_2x), r.reason] for r in rows])
 
 
 def json_lines(rows: list[Row]) -> str:
