@@ -99,7 +99,7 @@ def _table(rows, seeds, busy, cost_model, time_limit, nodes, beta) -> str:
          "unplaced GPU requests (mean)"], table)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--busy", type=float, default=0.5)
@@ -109,7 +109,7 @@ def main() -> None:
     parser.add_argument("--beta", type=int, default=15)
     parser.add_argument("--backends", type=parse_backends, default=EXACT,
                         help=f"comma-separated exact backends ({','.join(EXACT)})")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     start = time.perf_counter()
     text, figures = run(args.seeds, args.busy, args.cost_model, args.time_limit, args.nodes,
                         args.beta, args.backends)
@@ -119,7 +119,8 @@ def main() -> None:
     print(json.dumps({"benchmark": "horus_scale", "arguments": {**vars(args),
                       "backends": list(args.backends)}, "wall_s": wall,
                       "load_average": list(os.getloadavg()), "methods": figures}))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
