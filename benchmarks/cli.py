@@ -195,7 +195,8 @@ def _cmd_library_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from .reproduce import EXPERIMENTS, json_lines, markdown, timed
+    from .claim_rows import json_lines, markdown
+    from .reproduce import EXPERIMENTS, timed
 
     if args.paper not in EXPERIMENTS:
         raise InputError(f"no reproduction of {args.paper!r} yet", field="PAPER",

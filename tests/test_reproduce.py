@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from dlsched.benchmarks.claim_rows import compare
 from dlsched.benchmarks.paper_claims import Claim
-from dlsched.benchmarks.reproduce import compare
 from dlsched.cli import main
 
 
