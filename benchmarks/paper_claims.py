@@ -60,8 +60,8 @@ class Claim:
     baseline: Value | None = None
 
     def change(self) -> float:
-        """``(value - baseline) / baseline``: the claimed relative change of a table's two
-        numbers (or ``value`` itself when it already is a relative change)."""
+        """The claimed relative change of a one-number claim: ``(value - baseline) /
+        baseline`` when the paper gives both numbers, else ``value`` (already one)."""
         if self.baseline is None:
             return float(self.value)  # type: ignore[arg-type]
         return (self.value - self.baseline) / self.baseline  # type: ignore[operator]

@@ -27,6 +27,7 @@ NOT_RUN = ["horus.table7.wait", "liquid.fig19d.jct.random", "liquid.fig19d.jct.e
            "sched2.fig7.makespan", "sched2.fig7.jct"]
 
 SEEDS = Path("/work/shared/seeds")
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 SEED_FILES = {"genie": "000_", "liquid": "001_", "horus": "002_", "sched2": "003_",
               "inference": "004_"}
 
@@ -39,6 +40,16 @@ def test_every_computed_and_listed_claim_is_in_the_files():
     ids = {c.id for c in _all()}
     assert set(COMPUTED) | set(NOT_RUN) <= ids
     assert ids == set(COMPUTED) | set(NOT_RUN)  # a new claim is listed here as run or not
+
+
+def test_every_id_the_benchmarks_look_up_is_in_the_files():
+    ids = {c.id for c in _all()}
+    source = "\n".join(p.read_text(encoding="utf-8") for p in BENCHMARKS.glob("*.py"))
+    looked_up = re.findall(r"""claim\(f?["']([^"']+)["']\)""", source)
+    assert len(looked_up) >= 10
+    for pattern in looked_up:  # an f-string's fields match any id part
+        regex = re.sub(r"\\\{.*?\\\}", "[A-Za-z0-9-]+", re.escape(pattern))
+        assert any(re.fullmatch(regex, i) for i in ids), pattern
 
 
 def test_ids_are_unique_and_prefixed_by_their_paper():
