@@ -116,8 +116,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_compete(args: argparse.Namespace) -> int:
-    from .compete import Limits, compete, parse_entrant
+    from .compete import compete, parse_entrant
     from .library import load_manifest
+    from .sandbox import Limits
     from .suites import load_spec, suite_dir
 
     directory = suite_dir(args.suite, args.library)
@@ -140,9 +141,9 @@ def _cmd_compete(args: argparse.Namespace) -> int:
                            progress=not args.no_progress,
                            limits=Limits(args.memory_limit, args.max_solution_mb,
                                          args.max_output_kb))
-    from .report import markdown_table
+    from .report import frame_table
 
-    print(markdown_table(board, ".4f"))
+    print(frame_table(board, ".4f"))
     for note in notes:
         print(note)
     print(f"\nwrote {output / 'leaderboard.md'} and {output / 'scores.csv'}")
@@ -194,7 +195,8 @@ def _cmd_library_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from .reproduce import EXPERIMENTS, json_lines, markdown, timed
+    from .claim_rows import json_lines, markdown
+    from .reproduce import EXPERIMENTS, timed
 
     if args.paper not in EXPERIMENTS:
         raise InputError(f"no reproduction of {args.paper!r} yet", field="PAPER",

@@ -32,22 +32,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import hashlib
 import importlib
 import inspect
 import math
 import os
 import re
-import resource
 import shlex
 import shutil
-import signal
 import stat
 import string
-import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,8 +60,9 @@ from dlsched.solution_io import load_solution, save_solution
 from dlsched.validate import validate
 
 from .library import Manifest, Offer, offer_best
-from .report import markdown_table
+from .report import frame_table
 from .runner import gap_to_best
+from .sandbox import SIGNAL_NOTES, Capture, Limits, become_subreaper, run_command, signal_name
 
 SCORE_COLUMNS = ("suite", "entrant", "solver", "instance", "instance_sha256", "problem",
                  "sense", "time_limit", "outcome", "reason", "objective", "best_known",
@@ -81,32 +77,6 @@ class Entrant:
     solver: str
     argv: tuple[str, ...]
     pythonpath: str | None = None  # for callables: the directory they are imported from
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one solver run may use (see docs/competition.md, "Containment").
-
-    Parameters
-    ----------
-    memory_mb
-        Address-space limit (``RLIMIT_AS``) of every process of the solver, in MiB.
-    solution_mb
-        Largest file the solver may write (``RLIMIT_FSIZE``) and largest solution read.
-    output_kb
-        stdout and stderr kept per run (the rest is counted, not stored), in KiB.
-    """
-
-    memory_mb: int = 4096
-    solution_mb: int = 16
-    output_kb: int = 1024
-
-    def __post_init__(self) -> None:
-        for name in ("memory_mb", "solution_mb", "output_kb"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 2**40:
-                raise InputError(f"{name} = {value!r}", field=f"--{name.replace('_', '-')}",
-                                 fix="a positive whole number")
 
 
 PLACEHOLDERS = ("instance", "solution", "time_limit", "seed")
@@ -178,158 +148,12 @@ def score(objective: float | None, reference: float | None, sense: str) -> float
     return min(1.0, max(0.0, 1.0 - gap))
 
 
-# ---------------------------------------------------------------------- process containment
-PR_SET_CHILD_SUBREAPER = 36
-
-
-def become_subreaper() -> bool:
-    """Make this process the child subreaper (Linux): orphans of the solvers, ``setsid()``
-    escapes included, are re-parented to it instead of to init, so they can be found and
-    killed. True when it worked."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def _process_table() -> dict[int, tuple[int, int, str]]:
-    """pid → (parent pid, session id, state) for every process in /proc."""
-    table: dict[int, tuple[int, int, str]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return table
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                text = fh.read().decode("ascii", "replace")
-        except OSError:
-            continue
-        fields = text[text.rfind(")") + 2:].split()
-        if len(fields) >= 4:
-            table[int(entry)] = (int(fields[1]), int(fields[3]), fields[0])
-    return table
-
-
-def _descendants(table: dict[int, tuple[int, int, str]], root: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    out: set[int] = set()
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in out:
-                out.add(child)
-                todo.append(child)
-    return out
-
-
-def kill_tree(session: int, before: set[int]) -> int:
-    """SIGKILL every process of the run: this process's descendants that were not there
-    ``before`` the run (orphans come back here because we are the subreaper) and every
-    process in the solver's ``session``; reap them; returns how many were killed."""
-    me = os.getpid()
-    killed: set[int] = set()
-    for _ in range(200):
-        table = _process_table()
-        victims = (_descendants(table, me) - before) | {
-            pid for pid, (_, sid, _) in table.items() if sid == session}
-        victims.discard(me)
-        alive = {p for p in victims if table.get(p, (0, 0, "Z"))[2] not in ("Z", "X")}
-        for pid in alive:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-        killed |= alive
-        for pid in victims:  # reap the ones that are our children (zombies included)
-            with contextlib.suppress(ChildProcessError, OSError):
-                os.waitpid(pid, os.WNOHANG)
-        if not alive:
-            break
-        time.sleep(0.01)
-    return len(killed)
-
-
-def cpu_limit(time_limit: float, grace: float) -> int:
-    """CPU seconds per solver process: (limit + grace) × CPUs + 1, so that a multi-threaded
-    solver is stopped by the wall clock, never by this; it stops spinning processes that
-    would escape the wall clock."""
-    return math.ceil((time_limit + grace) * (os.cpu_count() or 1)) + 1
-
-
-def _limits_preexec(limits: Limits, cpu_seconds: int):  # noqa: ANN202 - a closure
-    def apply() -> None:
-        mib = 1024 * 1024
-        for which, value in ((resource.RLIMIT_AS, limits.memory_mb * mib),
-                             (resource.RLIMIT_FSIZE, limits.solution_mb * mib),
-                             (resource.RLIMIT_CORE, 0)):
-            with contextlib.suppress(ValueError, OSError):
-                resource.setrlimit(which, (value, value))
-        with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 2))
-    return apply
-
-
-class _Capture(threading.Thread):
-    """Drain one pipe into a file, storing at most ``cap`` bytes (the rest is counted) and
-    keeping the last 4 KiB for the crash reason."""
-
-    def __init__(self, fd: int, path: Path, cap: int) -> None:
-        super().__init__(daemon=True)
-        self.fd, self.path, self.cap = fd, path, cap
-        self.dropped = 0
-        self.tail = b""
-
-    def run(self) -> None:
-        kept = 0
-        with open(self.path, "wb") as out:
-            while True:
-                try:
-                    chunk = os.read(self.fd, 1 << 16)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                self.tail = (self.tail + chunk)[-4096:]
-                room = self.cap - kept
-                if room > 0:
-                    out.write(chunk[:room])
-                    kept += min(room, len(chunk))
-                self.dropped += max(0, len(chunk) - max(room, 0))
-            if self.dropped:
-                out.write(f"\n[dlsched compete: {self.dropped} more bytes not stored; the cap "
-                          f"is {self.cap} bytes]\n".encode())
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
-
-    def last_lines(self, n: int = 3) -> str:
-        lines = [x.strip() for x in self.tail.decode("utf-8", "replace").splitlines()
-                 if x.strip()]
-        return " | ".join(lines[-n:])[-300:]
-
-
 def _fresh_dir(path: Path) -> None:
     if path.is_symlink() or (path.exists() and not path.is_dir()):
         path.unlink()
     elif path.exists():
         shutil.rmtree(path)
     path.mkdir(parents=True)
-
-
-def _signal_name(code: int) -> str:
-    try:
-        return signal.Signals(-code).name
-    except ValueError:
-        return f"signal {-code}"
-
-
-_SIGNAL_NOTES = {"SIGXCPU": "CPU-time limit", "SIGXFSZ": "file-size limit",
-                 "SIGKILL": "killed (memory exhausted, or by the runner)"}
 
 
 def run_one(manifest: Manifest, name: str, entrant: Entrant, *, time_limit: float,
@@ -373,55 +197,29 @@ def _run_contained(instance: Instance, entrant: Entrant, row: dict[str, Any], *,
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (entrant.pythonpath, env.get("PYTHONPATH")) if p)
-    before = _descendants(_process_table(), os.getpid())
-    cap = limits.output_kb * 1024
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    start = time.perf_counter()
-    try:
-        proc = subprocess.Popen(
-            argv, cwd=workdir, stdout=out_w, stderr=err_w, env=env, stdin=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True,
-            preexec_fn=_limits_preexec(limits, cpu_limit(time_limit, grace)))
-    except (OSError, ValueError, subprocess.SubprocessError) as exc:
-        for fd in (out_r, out_w, err_r, err_w):
-            os.close(fd)
-        row.update(outcome="crash", reason=f"cannot start: {exc}"[:300])
+    run = run_command(argv, cwd=workdir, env=env, time_limit=time_limit, grace=grace,
+                      limits=limits)
+    if run.returncode is None:
+        row.update(outcome="crash", reason=f"cannot start: {run.error}"[:300])
         return _finish(row), None
-    os.close(out_w)
-    os.close(err_w)
-    captures = [_Capture(out_r, workdir / "stdout.txt", cap),
-                _Capture(err_r, workdir / "stderr.txt", cap)]
-    for c in captures:
-        c.start()
-    timed_out = killed = False
-    try:
-        proc.wait(timeout=time_limit)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        killed = _terminate(proc, grace)
-    finally:
-        if proc.returncode is None:  # interrupted (e.g. KeyboardInterrupt)
-            _terminate(proc, 0.0)
-        leftovers = kill_tree(proc.pid, before)
-        for c in captures:
-            c.join(timeout=2.0)
-    row["wall_time"] = time.perf_counter() - start
-    row["exit_code"] = proc.returncode
+    row["wall_time"] = run.wall
+    row["exit_code"] = run.returncode
     notes = []
-    if leftovers:
-        notes.append(f"killed {leftovers} leftover process{'es' if leftovers > 1 else ''}")
-    for c, stream in zip(captures, ("stdout", "stderr"), strict=True):
+    if run.leftovers:
+        notes.append(f"killed {run.leftovers} leftover "
+                     f"process{'es' if run.leftovers > 1 else ''}")
+    cap = limits.output_kb * 1024
+    for c, stream in ((run.stdout, "stdout"), (run.stderr, "stderr")):
         if c.dropped:
             notes.append(f"{stream} truncated to {cap} bytes ({c.dropped} not stored)")
-    row_reason, decision = _judge(instance, row, sol_path, captures[1], timed_out=timed_out,
-                                  killed=killed, time_limit=time_limit, grace=grace,
-                                  limits=limits)
+    row_reason, decision = _judge(instance, row, sol_path, run.stderr,
+                                  timed_out=run.timed_out, killed=run.killed,
+                                  time_limit=time_limit, grace=grace, limits=limits)
     row["reason"] = "; ".join(x for x in (row_reason, *notes) if x)
     return _finish(row), decision
 
 
-def _judge(instance: Instance, row: dict[str, Any], sol_path: Path, err: _Capture, *,
+def _judge(instance: Instance, row: dict[str, Any], sol_path: Path, err: Capture, *,
            timed_out: bool, killed: bool, time_limit: float, grace: float,
            limits: Limits) -> tuple[str, Decision | None]:
     """Set ``row["outcome"]`` (and the objective when valid); the reason and the decision."""
@@ -433,8 +231,8 @@ def _judge(instance: Instance, row: dict[str, Any], sol_path: Path, err: _Captur
     if not timed_out and code != 0:
         tail = err.last_lines()
         if code is not None and code < 0:
-            sig = _signal_name(code)
-            what = f"killed by {sig}" + (f" ({_SIGNAL_NOTES[sig]})" if sig in _SIGNAL_NOTES
+            sig = signal_name(code)
+            what = f"killed by {sig}" + (f" ({SIGNAL_NOTES[sig]})" if sig in SIGNAL_NOTES
                                          else "")
         else:
             what = f"exit code {code}"
@@ -486,20 +284,6 @@ def _judge(instance: Instance, row: dict[str, Any], sol_path: Path, err: _Captur
     row["objective"] = objective
     row["outcome"] = "ok"
     return ("stopped at the limit, solution kept" if timed_out else ""), decision
-
-
-def _terminate(proc: subprocess.Popen, grace: float) -> bool:
-    """SIGTERM the process group, SIGKILL after ``grace`` s; True when it had to be killed."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace)
-        return False
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        return True
 
 
 def _finish(row: dict[str, Any]) -> dict[str, Any]:
@@ -599,7 +383,7 @@ def leaderboard_markdown(board: pd.DataFrame, suite: str, time_limit: float) -> 
     return (f"# Leaderboard · suite {suite} · time limit {time_limit:g} s\n\n"
             "Score per instance: clip(1 − gap to the best known objective, 0, 1); 0 for "
             "invalid, missing, timeout or crash (docs/competition.md).\n\n"
-            + markdown_table(board, ".4f") + "\n")
+            + frame_table(board, ".4f") + "\n")
 
 
 # ---------------------------------------------------------------------- callable entrants

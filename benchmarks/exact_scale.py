@@ -44,6 +44,7 @@ from dlsched.instances.genie_gen import generate_genie
 from dlsched.instances.horus_gen import generate_horus
 from dlsched.instances.liquid_gen import generate_liquid
 from dlsched.instances.sched2_gen import generate_sched2
+from dlsched.markdown import markdown_table
 from dlsched.registry import methods_for
 
 Family = tuple[str, str, Callable[[int], Instance]]
@@ -116,16 +117,13 @@ def table(results: dict[str, dict[str, dict]], seeds: int, time_limit: float) ->
     lines = [f"Exact models at scale: {seeds} seed(s) per family, time limit {time_limit:g} s "
              f"(build + solve), 1 thread; {platform.processor() or 'cpu'}, "
              f"{os.cpu_count()} cores, load average {load[0]:.2f} / {load[1]:.2f} / "
-             f"{load[2]:.2f} (1/5/15 min) at the end\n",
-             "| family | backend | status | build s | solve s | CPU s | wall s "
-             "| gap (mean / max) |",
-             "|---|---|---|---|---|---|---|---|"]
-    for family, per_backend in results.items():
-        for backend, s in per_backend.items():
-            status = ", ".join(f"{k} {v}" for k, v in sorted(s["status"].items()))
-            lines.append(f"| {family} | {backend} | {status} | {_fmt(s['build_s'])} | "
-                         f"{_fmt(s['solve_s'])} | {_fmt(s['cpu_s'])} | {_fmt(s['wall_s'])} | "
-                         f"{_fmt(s['gap_mean'], 6)} / {_fmt(s['gap_max'], 6)} |")
+             f"{load[2]:.2f} (1/5/15 min) at the end\n"]
+    rows = [[family, backend, ", ".join(f"{k} {v}" for k, v in sorted(s["status"].items())),
+             _fmt(s["build_s"]), _fmt(s["solve_s"]), _fmt(s["cpu_s"]), _fmt(s["wall_s"]),
+             f"{_fmt(s['gap_mean'], 6)} / {_fmt(s['gap_max'], 6)}"]
+            for family, per_backend in results.items() for backend, s in per_backend.items()]
+    lines.append(markdown_table(["family", "backend", "status", "build s", "solve s", "CPU s",
+                                 "wall s", "gap (mean / max)"], rows))
     return "\n".join(lines)
 
 

@@ -24,6 +24,7 @@ from dlsched import solve
 from dlsched.cli_support import parse_backends
 from dlsched.formulations.backend import BACKENDS
 from dlsched.instances.genie_gen import generate_genie
+from dlsched.markdown import markdown_table
 from dlsched.problems.genie import genie_breakdown, genie_table
 
 HEURISTICS = (
@@ -83,25 +84,22 @@ def run(snapshots: int, time_limit: float, density: float = 10.0,
         f"tasks with at least one on-time shape: {sum(possible)}; "
         f"exact optimum on-time: {total} (mean {total / snapshots:.2f}).",
         "",
-        "| method | on-time (sum) | % of exact | snapshots = exact | mean gap (tasks) "
-        "| max gap | mean started | CER % of exact |",
-        "|---|---|---|---|---|---|---|---|",
-        f"| exact | {total} | 100.0 | {snapshots} | 0.00 | 0 | "
-        f"(see CER) | 100.0 |",
     ]
+    table = [["exact", total, "100.0", snapshots, "0.00", 0, "(see CER)", "100.0"]]
     for label, rows in heur.items():
         on = [r[0] for r in rows]
         gaps = [e - h for e, h in zip(exact_on, on, strict=True)]
         cer = sum(r[1] for r in rows) / sum(exact_cer) * 100
-        lines.append(
-            f"| {label} | {sum(on)} | {100 * sum(on) / max(total, 1):.1f} | "
-            f"{sum(g == 0 for g in gaps)} | {statistics.mean(gaps):.2f} | {max(gaps)} | "
-            f"{statistics.mean(r[2] for r in rows):.2f} | {cer:.1f} |")
-    lines += ["", "| backend | statuses | mean time (s) | max time (s) |", "|---|---|---|---|"]
-    for b in backends:
-        counts = {s: statuses[b].count(s) for s in sorted(set(statuses[b]))}
-        lines.append(f"| {b} | {counts} | {statistics.mean(times[b]):.3f} | "
-                     f"{max(times[b]):.3f} |")
+        table.append([label, sum(on), f"{100 * sum(on) / max(total, 1):.1f}",
+                      sum(g == 0 for g in gaps), f"{statistics.mean(gaps):.2f}", max(gaps),
+                      f"{statistics.mean(r[2] for r in rows):.2f}", f"{cer:.1f}"])
+    lines += [markdown_table(["method", "on-time (sum)", "% of exact", "snapshots = exact",
+                              "mean gap (tasks)", "max gap", "mean started",
+                              "CER % of exact"], table), "",
+              markdown_table(["backend", "statuses", "mean time (s)", "max time (s)"],
+                             [[b, {s: statuses[b].count(s) for s in sorted(set(statuses[b]))},
+                               f"{statistics.mean(times[b]):.3f}", f"{max(times[b]):.3f}"]
+                              for b in backends])]
     if figures is not None:
         figures.update(exact_on_time=exact_on, possible=possible,
                        backends={b: {"statuses": statuses[b], "wall_s": times[b]}

@@ -28,6 +28,7 @@ from dlsched import solve
 from dlsched.cli_support import parse_backends
 from dlsched.formulations.backend import BACKENDS
 from dlsched.instances.horus_gen import generate_horus
+from dlsched.markdown import markdown_table
 from dlsched.problems.horus import horus_breakdown
 from dlsched.result import Status
 
@@ -80,10 +81,7 @@ def _table(rows, seeds, busy, cost_model, time_limit, nodes, beta) -> str:
     head = (f"Horus {nodes}×8, β = {beta}, busy = {busy}, cost model {cost_model}, "
             f"{seeds} seeds, time limit {time_limit:g} s; {platform.processor() or 'cpu'}, "
             f"{os.cpu_count()} cores\n\n")
-    out = [head, "| method | optimal | build s (mean / max) | solve s (mean / max) | "
-                 "wall s (mean / max) | gap % (mean / max) | gap > 0 | unplaced GPU requests "
-                 "(mean) |",
-           "|---|---|---|---|---|---|---|---|"]
+    table = []
     for name, runs in rows.items():
         opt = sum(r["status"] is Status.OPTIMAL for r in runs)
         gaps = [r["gap"] for r in runs if r["gap"] is not None]
@@ -93,13 +91,15 @@ def _table(rows, seeds, busy, cost_model, time_limit, nodes, beta) -> str:
         unplaced = [r["unplaced"] for r in runs if "unplaced" in r]
         label = name if name in HEURISTICS else f"exact ({name})"
         mean_unplaced = f"{statistics.mean(unplaced):.2f}" if unplaced else "-"
-        out.append(f"| {label} | {opt}/{len(runs)} | {_fmt(build)} | {_fmt(solve_t)} | "
-                   f"{_fmt(wall)} | {_fmt(gaps, 100, 2)} | {sum(g > 1e-9 for g in gaps)} | "
-                   f"{mean_unplaced} |")
-    return "\n".join(out)
+        table.append([label, f"{opt}/{len(runs)}", _fmt(build), _fmt(solve_t), _fmt(wall),
+                      _fmt(gaps, 100, 2), sum(g > 1e-9 for g in gaps), mean_unplaced])
+    return head + "\n" + markdown_table(
+        ["method", "optimal", "build s (mean / max)", "solve s (mean / max)",
+         "wall s (mean / max)", "gap % (mean / max)", "gap > 0",
+         "unplaced GPU requests (mean)"], table)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--busy", type=float, default=0.5)
@@ -109,7 +109,7 @@ def main() -> None:
     parser.add_argument("--beta", type=int, default=15)
     parser.add_argument("--backends", type=parse_backends, default=EXACT,
                         help=f"comma-separated exact backends ({','.join(EXACT)})")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     start = time.perf_counter()
     text, figures = run(args.seeds, args.busy, args.cost_model, args.time_limit, args.nodes,
                         args.beta, args.backends)
@@ -119,7 +119,8 @@ def main() -> None:
     print(json.dumps({"benchmark": "horus_scale", "arguments": {**vars(args),
                       "backends": list(args.backends)}, "wall_s": wall,
                       "load_average": list(os.getloadavg()), "methods": figures}))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -37,20 +37,21 @@ import time
 import numpy as np
 
 from dlsched.instances.inference_gen import CLUSTER_SCALE_CALIBRATED
+from dlsched.markdown import markdown_head, markdown_row
 
-PAPER_Q = {  # Table 2 (one p2) and Table 4 (5 g2 + 5 p2): mean (SD) response quality
-    "p2:1": {"fixed": (0.883, 0.818, 0.860, 0.863), "heuristic": (0.968, 0.915, 0.950, 0.939),
-             "pg": (0.978, 0.931, 0.961, 0.949)},
-    "g2:5,p2:5": {"fixed": (0.820, 0.767, 0.801, 0.813),
-                  "heuristic": (0.948, 0.883, 0.925, 0.916),
-                  "pg": (0.955, 0.895, 0.933, 0.922)},
-}
-PAPER_TINY = {  # Tables 3 and 5: P_tiny (%)
-    "p2:1": {"fixed": (20.2, 33.8, 25.0, 25.4), "heuristic": (5.5, 16.3, 9.2, 11.7),
-             "pg": (2.0, 8.2, 4.1, 6.1)},
-    "g2:5,p2:5": {"fixed": (32.6, 43.5, 36.5, 34.4), "heuristic": (9.6, 22.8, 14.4, 16.4),
-                  "pg": (8.2, 20.6, 12.8, 14.8)},
-}
+from .paper_claims import claim
+
+# the paper's tables (benchmarks/claims/inference.toml): per setting, the mean-quality
+# table (2: one p2, 4: 5 g2 + 5 p2) and the P_tiny (%) table (3, 5); the RL scheduler is pg
+_TABLES = {"p2:1": ("table2", "table3"), "g2:5,p2:5": ("table4", "table5")}
+PAPER_Q = {gpus: {"fixed": tuple(claim(f"inference.{q}.heuristic-fixed").baseline),
+                  "heuristic": tuple(claim(f"inference.{q}.heuristic-fixed").value),
+                  "pg": tuple(claim(f"inference.{q}.rl-heuristic").value)}
+           for gpus, (q, _) in _TABLES.items()}
+PAPER_TINY = {gpus: {pol: tuple(claim(f"inference.{t}.{name}").value)
+                     for pol, name in (("fixed", "fixed"), ("heuristic", "heuristic"),
+                                       ("pg", "rl"))}
+              for gpus, (_, t) in _TABLES.items()}
 SLOTS = (12.0, 15.0, 18.0, 21.0)
 SETTINGS = (("p2:1", 1.0, "Table 2/3"), ("g2:5,p2:5", 8.0, "Table 4/5"))
 CLUSTER_LOADS = ("paper", "calibrated", "both")
@@ -142,9 +143,8 @@ def run_tables(hours: float, seed: int, with_pg: bool, out: list[str],
         pols = _policies(with_pg and key == gpus)
         out.append(f"\n## {table}: {gpus}, arrivals × {scale:g}, {hours:g} h per slot, "
                    f"heuristic α = {params['alpha']}, β = {params['beta']}\n")
-        out.append("| slot | policy | paper Q | ours Q | ratio | paper P_tiny % | ours P_tiny % "
-                   "| queries | q/CPU-s |")
-        out.append("|---|---|---|---|---|---|---|---|---|")
+        out.append(markdown_head(["slot", "policy", "paper Q", "ours Q", "ratio",
+                                  "paper P_tiny %", "ours P_tiny %", "queries", "q/CPU-s"]))
         res: dict = {}
         ceilings: list[float] = []
         for i, h in enumerate(SLOTS):
@@ -157,13 +157,14 @@ def run_tables(hours: float, seed: int, with_pg: bool, out: list[str],
                 s = summary(run)
                 p_q, p_t = PAPER_Q[gpus][pol][i], PAPER_TINY[gpus][pol][i]
                 res.setdefault(pol, []).append(s)
-                out.append(f"| {h:g}-{h + 3:g} h | {pol} | {p_q:.3f} | {s['mean_q']:.3f} | "
-                           f"{s['mean_q'] / p_q:.3f} | {p_t:.1f} | {100 * s['share_tiny']:.1f} "
-                           f"| {int(s['queries'])} | {s['queries_per_cpu_second']:.0f} |")
+                out.append(markdown_row([
+                    f"{h:g}-{h + 3:g} h", pol, f"{p_q:.3f}", f"{s['mean_q']:.3f}",
+                    f"{s['mean_q'] / p_q:.3f}", f"{p_t:.1f}", f"{100 * s['share_tiny']:.1f}",
+                    int(s["queries"]), f"{s['queries_per_cpu_second']:.0f}"]))
                 print(out[-1], file=sys.stderr, flush=True)
-        out.append("\n| slot | gap | paper | ours | ratio | paper direction holds | within 2× "
-                   "| measured reason |")
-        out.append("|---|---|---|---|---|---|---|---|")
+        out.append("\n" + markdown_head(["slot", "gap", "paper", "ours", "ratio",
+                                         "paper direction holds", "within 2×",
+                                         "measured reason"]))
         gaps = []
         pairs = [("heuristic", "fixed")] + ([("pg", "heuristic")] if "pg" in pols else [])
         for i, h in enumerate(SLOTS):
@@ -179,9 +180,10 @@ def run_tables(hours: float, seed: int, with_pg: bool, out: list[str],
                 gaps.append({"slot": h, "gap": f"{a}-{b}", "paper": paper, "ours": ours,
                              "ratio": ours / paper, "direction_holds": bool(holds),
                              "within_2x": within, "measured_reason": reason})
-                out.append(f"| {h:g}-{h + 3:g} h | {a} − {b} | {paper:+.3f} | {ours:+.4f} | "
-                           f"{ours / paper:.2f} | {'yes' if holds else 'NO'} | "
-                           f"{'yes' if within else 'no'} | {reason} |")
+                out.append(markdown_row([
+                    f"{h:g}-{h + 3:g} h", f"{a} − {b}", f"{paper:+.3f}", f"{ours:+.4f}",
+                    f"{ours / paper:.2f}", "yes" if holds else "NO", "yes" if within else "no",
+                    reason]))
         rows = {p: [{k: s[k] for k in ("mean_q", "sd_q", "share_tiny", "queries",
                                        "queries_per_cpu_second", "mean_batch",
                                        "gpu_utilization")} for s in v]
@@ -219,9 +221,8 @@ def run_exact(windows: int, size: int, time_limit: float, seed: int, with_pg: bo
     pols = _policies(with_pg)
     out.append(f"\n## {method} on {windows} windows × {size} queries, {gpus}, 15-15.25 h "
                f"(the heuristic's worst windows), delay CV 0\n")
-    out.append("| window | status | ref ΣQ | bound | " + " | ".join(
-        f"{p} ΣQ | {p} gap" for p in pols) + " | solve s |")
-    out.append("|---|---|---|---|" + "---|---|" * len(pols) + "---|")
+    out.append(markdown_head(["window", "status", "ref ΣQ", "bound",
+                              *(f"{p} {x}" for p in pols for x in ("ΣQ", "gap")), "solve s"]))
     rows = []
     for _h, lo in sorted(picks, key=lambda t: t[1]):
         sub = window(inst, lo, lo + size)
@@ -237,11 +238,11 @@ def run_exact(windows: int, size: int, time_limit: float, seed: int, with_pg: bo
             q = problem.evaluate(sub, run_policy(sub, p, {})[0].decision())
             row[p] = q
             row[f"{p}_gap"] = None if not ref else (ref - q) / ref
-            cells.append(f"{q:.3f} | {100 * row[f'{p}_gap']:.2f} %")
+            cells += [f"{q:.3f}", f"{100 * row[f'{p}_gap']:.2f} %"]
         rows.append(row)
-        out.append(f"| {lo}-{lo + size} | {ex.status.value} | {ref:.3f} | "
-                   f"{'—' if ex.bound is None else f'{ex.bound:.3f}'} | " + " | ".join(cells)
-                   + f" | {wall:.1f} |")
+        out.append(markdown_row([f"{lo}-{lo + size}", ex.status.value, f"{ref:.3f}",
+                                 "—" if ex.bound is None else f"{ex.bound:.3f}", *cells,
+                                 f"{wall:.1f}"]))
         print(out[-1], file=sys.stderr, flush=True)
     out.append("\nGap = (reference − policy) / reference; the reference is proven optimal only "
                "where the status says optimal (`edf-dp` is the optimum of a restricted class, "

@@ -31,6 +31,7 @@ from typing import TextIO
 
 from dlsched.formulations.inference_lagrange import standalone_values
 from dlsched.instances.inference_gen import generate_inference
+from dlsched.markdown import markdown_head, markdown_row, markdown_table
 from dlsched.problems.inference import inference_data
 from dlsched.problems.inference import window as cut
 from dlsched.solve import solve
@@ -86,9 +87,9 @@ def _fmt(v: float | None, spec: str = ".3f") -> str:
 def _row_line(row: dict) -> str:
     lo, hi = row["window"]
     gap = None if row["gap"] is None else 100 * row["gap"]
-    return (f"| {lo}-{hi} | {row['class']} | {row['status']} | {_fmt(row['objective'])} | "
-            f"{_fmt(row['bound'])} | {row['per_query_bound']:.3f} | {_fmt(gap, '.3f')} % | "
-            f"{row['cpu_s']:.1f} |")
+    return markdown_row([f"{lo}-{hi}", row["class"], row["status"], _fmt(row["objective"]),
+                         _fmt(row["bound"]), f"{row['per_query_bound']:.3f}",
+                         f"{_fmt(gap, '.3f')} %", f"{row['cpu_s']:.1f}"])
 
 
 def summary(rows: list[dict]) -> dict:
@@ -119,16 +120,15 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     print(f"# {args.method} on windows of {args.window} queries, {args.gpus}, "
           f"× {args.scale:g}, {args.start_hour:g} h + {args.hours:g} h, seed {args.seed}\n")
-    print("| window | class | status | Σ Q | bound | per-query bound | gap | CPU s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(markdown_head(["window", "class", "status", "Σ Q", "bound", "per-query bound", "gap",
+                         "CPU s"]))
     rows = scan(seed=args.seed, gpus=args.gpus, start_hour=args.start_hour, hours=args.hours,
                 scale=args.scale, window=args.window, step=args.step, count=args.count,
                 method=args.method, time_limit=args.time_limit, out=sys.stdout)
     s = summary(rows)
     print(f"\nload average {os.getloadavg()[0]:.2f} (1 min) at the end")
-    print("\n| class | windows | proven |\n|---|---|---|")
-    for c in CLASSES:
-        print(f"| {c} | {s[c]['windows']} | {s[c]['proven']} |")
+    print("\n" + markdown_table(["class", "windows", "proven"],
+                                [[c, s[c]["windows"], s[c]["proven"]] for c in CLASSES]))
     print("\nfree: the schedule gives every query its most (a trivial proof); congested: the "
           "proven bound shows no schedule can; open: neither is known.")
     print(json.dumps({"benchmark": "inference_windows", "arguments": vars(args),

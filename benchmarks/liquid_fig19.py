@@ -26,6 +26,7 @@ from dlsched import solve
 from dlsched.cli_support import parse_backends
 from dlsched.formulations.backend import BACKENDS
 from dlsched.instances.liquid_gen import generate_liquid
+from dlsched.markdown import markdown_row, markdown_table
 
 BASELINES = ("random", "spread", "firstfit", "pack")
 
@@ -47,16 +48,15 @@ def run(nodes: list[int], time_limit: float, seeds: int, instance_seed: int,
         for b in backends:
             r = solve(inst, "exact", backend=b, time_limit=time_limit)
             size = sum(len(j.containers) for j in inst.jobs)
-            exact_rows.append(f"| {n} | {len(inst.jobs)} | {size}"
-                              f" | {b} | {r.status.value} | {_fmt(r.objective)} | {_fmt(r.bound)}"
-                              f" | {r.wall_time:.2f} |")
+            exact_rows.append([n, len(inst.jobs), size, b, r.status.value, _fmt(r.objective),
+                               _fmt(r.bound), f"{r.wall_time:.2f}"])
             exact_figs.append({"servers": n, "backend": b, "status": r.status.value,
                                "objective": r.objective, "bound": r.bound,
                                "wall_s": r.wall_time})
             if r.objective is not None and (best is None or r.objective < best):
                 best = r.objective
             proven |= r.status.value == "optimal"
-            print(exact_rows[-1], file=sys.stderr, flush=True)
+            print(markdown_row(exact_rows[-1]), file=sys.stderr, flush=True)
         methods = [("bestfit", {}, [0]), ("gga", {}, range(seeds)),
                    ("gga", {"seed_bestfit": True}, range(seeds)),
                    ("random", {}, range(seeds))] + [(m, {}, [0]) for m in BASELINES[1:]]
@@ -72,27 +72,25 @@ def run(nodes: list[int], time_limit: float, seeds: int, instance_seed: int,
                 gens.append(r.extra.get("generations"))
             label = name + ("+bestfit" if opts else "")
             if not objs:
-                heur_rows.append(f"| {n} | {label} | 0/{len(seed_list)} | — | — | — | — |")
+                heur_rows.append([n, label, f"0/{len(seed_list)}", "—", "—", "—", "—", ""])
                 continue
             mean = statistics.fmean(objs)
             gap = mean - best
             rel = 100 * gap / abs(best) if best else 0.0
-            heur_rows.append(
-                f"| {n} | {label} | {len(objs)}/{len(seed_list)} | {_fmt(mean)} | {_fmt(gap)}"
-                f" | {rel:.2f} | {max(o - best for o in objs):.4f}"
-                f" | {statistics.fmean(times):.3f} |")
-            print(heur_rows[-1], file=sys.stderr, flush=True)
+            heur_rows.append([n, label, f"{len(objs)}/{len(seed_list)}", _fmt(mean), _fmt(gap),
+                              f"{rel:.2f}", f"{max(o - best for o in objs):.4f}",
+                              f"{statistics.fmean(times):.3f}"])
+            print(markdown_row(heur_rows[-1]), file=sys.stderr, flush=True)
         proof = "proven" if proven else "not proven"
-        heur_rows.append(f"| {n} | reference | | {_fmt(best)} | | {proof} | | |")
+        heur_rows.append([n, "reference", "", _fmt(best), "", proof, "", ""])
     if figures is not None:
         figures["exact"] = exact_figs
     out = ["### Exact model", "",
-           "| servers | jobs | containers | backend | status | objective | bound | time s |",
-           "|---|---|---|---|---|---|---|---|", *exact_rows, "",
+           markdown_table(["servers", "jobs", "containers", "backend", "status", "objective",
+                           "bound", "time s"], exact_rows), "",
            "### Heuristics (gap to the best exact objective)", "",
-           "| servers | method | runs with a plan | mean objective | mean gap | mean gap % |"
-           " worst gap | mean time s |",
-           "|---|---|---|---|---|---|---|---|", *heur_rows]
+           markdown_table(["servers", "method", "runs with a plan", "mean objective",
+                           "mean gap", "mean gap %", "worst gap", "mean time s"], heur_rows)]
     return "\n".join(out)
 
 

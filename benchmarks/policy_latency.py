@@ -18,10 +18,10 @@ import json
 import os
 import time
 
-from ..instance import Instance
-from ..jobs import RunningJob
-from ..solve import solve
-from ..topology import homogeneous_cluster
+from dlsched.instance import Instance
+from dlsched.jobs import RunningJob
+from dlsched.solve import solve
+from dlsched.topology import homogeneous_cluster
 
 METHODS = {
     "horus": ("greedy", "obp", "fifo"),
@@ -32,7 +32,7 @@ METHODS = {
 
 
 def _sched2_snapshot() -> Instance:
-    from ..instances.sched2_gen import generate_sched2
+    from dlsched.instances.sched2_gen import generate_sched2
     w = generate_sched2(seed=0, jobs=15)
     cluster = homogeneous_cluster(128, 8)
     ids = cluster.gpu_ids
@@ -49,9 +49,9 @@ def _first(inst: Instance, k: int) -> Instance:
 
 def snapshots() -> dict[str, Instance]:
     """The four 1,024-GPU snapshots (module docstring)."""
-    from ..instances.genie_gen import generate_genie
-    from ..instances.horus_gen import generate_horus
-    from ..instances.liquid_gen import generate_liquid
+    from dlsched.instances.genie_gen import generate_genie
+    from dlsched.instances.horus_gen import generate_horus
+    from dlsched.instances.liquid_gen import generate_liquid
     return {"horus": generate_horus(seed=0),
             "genie": generate_genie(seed=0, snapshot=True, nodes=256, gpus_per_node=4),
             "liquid": _first(generate_liquid(seed=0, nodes=512, gpus_per_node=2, busy=0.25),

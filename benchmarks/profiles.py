@@ -99,13 +99,6 @@ def time_ratios(table: pd.DataFrame, tol: float = SOLVED_TOL) -> pd.DataFrame:
     return ratios
 
 
-def gap_matrix(table: pd.DataFrame) -> pd.DataFrame:
-    """gap[p,s] to the reference (+inf when the run has no valid solution)."""
-    frame = table.assign(solver=solver_label(table), gap=gaps_to_reference(table))
-    return frame.pivot_table(index=["instance", "seed"], columns="solver", values="gap",
-                             aggfunc="min", fill_value=np.inf)
-
-
 def profile(matrix: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
     """rho_s(tau) for each tau (rows) and solver (columns) from a ratio or gap matrix."""
     n = len(matrix)

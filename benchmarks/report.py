@@ -39,6 +39,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dlsched.markdown import markdown_table
+
 from .profiles import (
     SHIFT,
     SOLVED_TOL,
@@ -264,10 +266,11 @@ def _groups(table: pd.DataFrame):
     return table.groupby(["suite", "problem", "time_limit"], sort=True)
 
 
-def markdown_table(frame: pd.DataFrame, floatfmt: str = ".4g",
-                   formats: dict[str, str] | None = None) -> str:
-    """A GitHub markdown table of ``frame`` (no index); ``formats`` per column name
-    (default :data:`FORMATS`), else ``floatfmt``; NaN prints as ``-``.
+def frame_table(frame: pd.DataFrame, floatfmt: str = ".4g",
+                formats: dict[str, str] | None = None) -> str:
+    """A GitHub markdown table (:func:`dlsched.markdown.markdown_table`) of ``frame`` (no
+    index); ``formats`` per column name (default :data:`FORMATS`), else ``floatfmt``; NaN
+    prints as ``-``.
 
     Parameters
     ----------
@@ -289,11 +292,9 @@ def markdown_table(frame: pd.DataFrame, floatfmt: str = ".4g",
             return "-" if math.isnan(v) else format(v, formats.get(column, floatfmt))
         return str(v)
 
-    head = "| " + " | ".join(map(str, frame.columns)) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(cell(c, v) for c, v in zip(frame.columns, row, strict=True))
-            + " |" for row in frame.itertuples(False)]
-    return "\n".join([head, rule, *body])
+    return markdown_table(frame.columns, [
+        [cell(c, v) for c, v in zip(frame.columns, row, strict=True)]
+        for row in frame.itertuples(False)])
 
 
 def _part(summary: pd.DataFrame, suite, problem, limit) -> pd.DataFrame:
@@ -367,13 +368,13 @@ def write_report(table: pd.DataFrame, out_dir: str | Path, *, tol: float = SOLVE
         mode = gap_mode(group)
         instances = group["instance"].nunique()
         lines += [f"## {suite} · {problem} · time limit {limit:g} s · {instances} instances",
-                  "", markdown_table(_part(summary, suite, problem, limit)), "",
+                  "", frame_table(_part(summary, suite, problem, limit)), "",
                   mode.reason + ".", ""]
         families = family_gaps(group, mode)
         if len(families) > 1:
             lines += [f"{mode.columns[0]} by instance family (runs with a solution; failed "
                       "runs in parentheses):", "",
-                      markdown_table(families.reset_index(), ".3g"), ""]
+                      frame_table(families.reset_index(), ".3g"), ""]
         stem = f"{suite}-{problem}-{limit:g}s"
         ratios, gaps = time_ratios(group, tol), shown_gap_matrix(group, mode)
         taus = GAP_TAUS if mode.kind == "relative" else ABS_GAP_TAUS
@@ -384,9 +385,9 @@ def write_report(table: pd.DataFrame, out_dir: str | Path, *, tol: float = SOLVE
         gap_word = "relative gap" if mode.kind == "relative" else \
             f"gap in {mode.on or 'objective units'}"
         lines += ["Time profile (share of problems solved within τ × the fastest time):", "",
-                  markdown_table(time_prof.reset_index(), ".3g"), "",
+                  frame_table(time_prof.reset_index(), ".3g"), "",
                   f"Gap profile (share of problems with {gap_word} ≤ τ):", "",
-                  markdown_table(gap_prof.reset_index(), ".3g"), ""]
+                  frame_table(gap_prof.reset_index(), ".3g"), ""]
         if plots:
             plot_profile(ratios, str(out / f"profile-time-{stem}.png"),
                          title=f"{suite} · {problem} · {limit:g} s: time profile",
@@ -433,6 +434,6 @@ def console_table(table: pd.DataFrame, tol: float = SOLVED_TOL) -> str:
     parts = []
     for (suite, problem, limit), group in _groups(table):
         parts.append(f"{suite} · {problem} · time limit {limit:g} s\n\n"
-                     + markdown_table(_part(summary, suite, problem, limit)) + "\n"
+                     + frame_table(_part(summary, suite, problem, limit)) + "\n"
                      + gap_mode(group).reason + ".")
     return "\n\n".join(parts)

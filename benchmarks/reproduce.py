@@ -4,23 +4,23 @@ For every claim the paper makes (a relative change of one policy against another
 table or figure), the experiment runs the paper's setting over several seeds in the
 simulator (or on snapshots) and reports dlsched's number next to the paper's: the mean and
 the spread over seeds, whether the direction matches, whether the magnitude is within a
-factor 2 of the paper's, and a one-line reason where it is not. Beyond the papers, each
+factor 2 of the paper's, and a one-line reason where it is not (a row:
+:mod:`dlsched.benchmarks.claim_rows`). Beyond the papers, each
 paper's winning policy is also measured against the exact optimum on small instances of
 the paper's own setting.
 
 A relative change is ``(ours - theirs) / theirs`` of the metric (negative = ours lower).
-The paper's numbers are facts from the papers; the settings that the papers leave open are
-our readings, documented in the generators (``instances/*_gen.py``) and in
-``docs/reproduce.md``.
+The paper's numbers are facts from the papers, kept as data with their quotes in
+``benchmarks/claims/<paper>.toml`` (:mod:`dlsched.benchmarks.paper_claims`); the settings
+that the papers leave open are our readings, documented in the generators
+(``instances/*_gen.py``) and in ``docs/reproduce.md``.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -34,48 +34,8 @@ from dlsched.problems.genie.model import feasible_shapes, latency
 from dlsched.simulate import Policy, SpeedModel, job_table, simulate, summary
 from dlsched.solve import solve
 
-
-@dataclass(frozen=True)
-class Row:
-    """One reproduced result."""
-
-    paper: str
-    result: str
-    cite: str
-    paper_value: str
-    ours: str
-    seeds: int
-    direction_matches: bool | None
-    within_2x: bool | None
-    reason: str = ""
-
-
-def _change(ours: float, theirs: float) -> float:
-    return (ours - theirs) / theirs
-
-
-def _fmt_pct(values: list[float]) -> str:
-    mean = 100 * statistics.fmean(values)
-    if len(values) == 1:
-        return f"{mean:+.1f} %"
-    return f"{mean:+.1f} % [{100 * min(values):+.1f}, {100 * max(values):+.1f}]"
-
-
-def compare(paper: str, result: str, cite: str, claimed: tuple[float, float],
-            values: list[float], reason_if_not: str) -> Row:
-    """A row for a claimed relative change (a range ``claimed``; lo = hi for one number).
-
-    The direction matches when the mean has the claim's sign; the magnitude is within 2x
-    when the mean lies in [lo / 2, 2 hi] (by absolute value).
-    """
-    lo, hi = sorted(claimed, key=abs)
-    mean = statistics.fmean(values)
-    direction = bool(np.sign(mean) == np.sign(hi))
-    within = direction and abs(lo) / 2 <= abs(mean) <= 2 * abs(hi)
-    text = f"{100 * lo:+.1f} %" if lo == hi else f"{100 * lo:+.1f} … {100 * hi:+.1f} %"
-    reason = "" if direction and within else reason_if_not
-    return Row(paper, result, cite, text, _fmt_pct(values), len(values), direction, within,
-               reason)
+from .claim_rows import Row, beyond, change, compare, fmt_pct
+from .paper_claims import claim
 
 
 def _runs(workload, policies: Iterable[str | Policy]) -> dict[str, dict]:
@@ -106,10 +66,8 @@ def horus(seeds: int, quick: bool, interference: str = "both", gpus: str = "both
     """
     models = ("horus", "horus-linear") if interference == "both" else (interference,)
     sizes = ("preset", "one") if gpus == "both" else (gpus,)
-    table6 = {"w-small": {"fifo": 267.3, "pab": 250.4, "obp": 225.3, "horus": 204.0},
-              "w-large": {"fifo": 306.9, "pab": 277.6, "obp": 238.6, "horus": 212.8}}
-    fig7 = {"w-small": (0.103, 0.303), "w-large": (0.082, 0.218)}
-    fig8_util = 0.696  # Fig. 8 / Sec. 5: Horus' average cluster GPU utilization
+    fig7_claim, fig8 = claim("horus.fig7.runtime"), claim("horus.fig8.util-gain")
+    fig7, fig8_util = fig7_claim.value, fig8.value
 
     def run_all(workload, model: str) -> dict[str, dict]:
         out = {}
@@ -135,10 +93,10 @@ def horus(seeds: int, quick: bool, interference: str = "both", gpus: str = "both
                 return statistics.fmean(r[policy][key] for r in res)
 
             def pct(policy: str, key: str, base: str = "fifo", res: list[dict] = res) -> str:
-                return f"{100 * statistics.fmean(_change(r[policy][key], r[base][key]) for r in res):+.0f} %"  # noqa: E501
+                return f"{100 * statistics.fmean(change(r[policy][key], r[base][key]) for r in res):+.0f} %"  # noqa: E501
 
-            t6 = table6[preset]
-            inflation = [_change(r["greedy"]["run_time_mean"], r["fifo"]["run_time_mean"])
+            t6 = {base: claim(f"horus.table6.{preset}.{base}") for base in ("fifo", "obp", "pab")}
+            inflation = [change(r["greedy"]["run_time_mean"], r["fifo"]["run_time_mean"])
                          for r in res]
             runs = (f"run time (start → end) vs FIFO: Horus {pct('greedy', 'run_time_mean')}, "
                     f"OBP {pct('obp', 'run_time_mean')}, PAB {pct('pab', 'run_time_mean')}")
@@ -151,19 +109,18 @@ def horus(seeds: int, quick: bool, interference: str = "both", gpus: str = "both
                    "obp": f"{runs}; {util}",
                    "pab": f"PAB requeued {mean('pab', 'requeues'):.1f} jobs per run; PAB vs "
                           f"OBP makespan {pct('pab', 'makespan', 'obp')} (Table 6: "
-                          f"{100 * _change(t6['pab'], t6['obp']):+.0f} %); {runs}"}
+                          f"{100 * change(t6['pab'].baseline, t6['obp'].baseline):+.0f} %); "
+                          f"{runs}"}
             for base in ("fifo", "obp", "pab"):
                 rows.append(compare(
-                    "horus", f"{preset}: makespan, Horus vs {base.upper()}{tag}",
-                    "Table 6", (_change(t6["horus"], t6[base]),) * 2,
-                    [_change(r["greedy"]["makespan"], r[base]["makespan"]) for r in res],
+                    t6[base], f"{preset}: makespan, Horus vs {base.upper()}{tag}",
+                    [change(r["greedy"]["makespan"], r[base]["makespan"]) for r in res],
                     why[base]))
             rows.append(compare(
-                "horus", f"{preset}: mean run time (start → end), Horus vs FIFO{tag}",
-                "Fig. 7", fig7[preset], inflation,
-                f"the interference model ({model}) slows co-located jobs "
+                fig7_claim, f"{preset}: mean run time (start → end), Horus vs FIFO{tag}",
+                inflation, f"the interference model ({model}) slows co-located jobs "
                 + ("more" if statistics.fmean(inflation) > fig7[preset][1] else "less")
-                + " than the testbed did"))
+                + " than the testbed did", claimed=fig7[preset]))
             agg = [r["greedy"]["gpu_util_aggregate"] for r in res]
             fifo_agg = mean("fifo", "gpu_util_aggregate")
             u = statistics.fmean(agg)
@@ -171,7 +128,7 @@ def horus(seeds: int, quick: bool, interference: str = "both", gpus: str = "both
             within = fig8_util / 2 <= u <= 2 * fig8_util
             rows.append(Row(
                 "horus", f"{preset}: aggregate GPU utilization (per GPU the summed job "
-                f"utilization, capped at 100 %), Horus{tag}", "Fig. 8",
+                f"utilization, capped at 100 %), Horus{tag}", fig8.source,
                 f"{100 * fig8_util:.1f} %",
                 f"{100 * u:.1f} % [{100 * min(agg):.1f}, {100 * max(agg):.1f}]",
                 len(agg), direction, within, "" if direction and within else util))
@@ -184,7 +141,7 @@ def horus(seeds: int, quick: bool, interference: str = "both", gpus: str = "both
         greedy = solve(inst, "greedy", seed=s)
         if exact.status.value == "optimal" and greedy.objective is not None:
             gaps.append((greedy.objective - exact.objective) / abs(exact.objective))
-    rows.append(_beyond("horus", "greedy (Alg. 1) vs proven optimum, snapshots at 90 % busy",
+    rows.append(beyond("horus", "greedy (Alg. 1) vs proven optimum, snapshots at 90 % busy",
                         gaps))
     return rows
 
@@ -282,12 +239,12 @@ def _genie_density(res: list[dict[str, dict]], d: float, quick: bool) -> list[Ro
                                      ("makespan", "makespan", "Fig. 13b", min)):
         best = [better(GENIE_BASELINES, key=lambda b, r=r: r[b][key]) for r in res]
         theirs = [r[b][key] for r, b in zip(res, best, strict=True)]
-        changes = [_change(r["swaf"][key], max(x, 1e-9)) for r, x in zip(res, theirs,
+        changes = [change(r["swaf"][key], max(x, 1e-9)) for r, x in zip(res, theirs,
                                                                           strict=True)]
         names = ", ".join(sorted(set(best)))
         good = statistics.fmean(changes) > 0 if key == "qos" else statistics.fmean(changes) < 0
         unit = " %" if key == "qos" else " h"
-        ours = (f"{_fmt_pct(changes)} (SWAF {mean('swaf', key):.1f}{unit}; best baseline "
+        ours = (f"{fmt_pct(changes)} (SWAF {mean('swaf', key):.1f}{unit}; best baseline "
                 f"{statistics.fmean(theirs):.1f}{unit}: {names})")
         why = _genie_why(res, key)
         hours = " (6 h of arrivals)" if quick else ""
@@ -350,26 +307,24 @@ def genie(seeds: int, quick: bool) -> list[Row]:
 
     def changes(d: float, key: str, who: str = "swaf") -> list[float]:
         better = max if key == "qos" else min
-        return [_change(r[who][key], max(better(r[b][key] for b in GENIE_BASELINES), 1e-9))
+        return [change(r[who][key], max(better(r[b][key] for b in GENIE_BASELINES), 1e-9))
                 for r in per_density[d]]
 
-    for key, label, cite, claim, sign in (("qos", "QoS-guarantee %", "Fig. 13a, Sec. 7.2.1",
-                                           0.674, 1), ("makespan", "makespan",
-                                                       "Fig. 13b, Sec. 7.2.1", -0.282, -1)):
+    for key, label, sign in (("qos", "QoS-guarantee %", 1), ("makespan", "makespan", -1)):
         top = max(densities, key=lambda d: sign * statistics.fmean(changes(d, key)))
         res = per_density[top]
         why = f"at density {top:g}: " + _genie_why(res, key)
-        rows.append(compare("genie", f"{label}, SWAF vs best baseline: up to (best density: "
-                            f"{top:g}/h)", cite, (claim, claim), changes(top, key), why))
+        rows.append(compare(claim(f"genie.fig13.{key}"), f"{label}, SWAF vs best baseline: up "
+                            f"to (best density: {top:g}/h)", changes(top, key), why))
         for var in GENIE_VARIANTS:
             var_top = max(densities,
                           key=lambda d, v=var: sign * statistics.fmean(changes(d, key, v)))
             rows.append(Row("genie", f"beyond the paper: {label}, {var} (a named option, not "
                             f"the paper's SWAF) vs best baseline: up to (density {var_top:g}/h)",
-                            "—", "not in the paper", _fmt_pct(changes(var_top, key, var)),
+                            "—", "not in the paper", fmt_pct(changes(var_top, key, var)),
                             seeds, None, None))
     gaps, idle = _genie_gap(seeds, quick)
-    rows.append(_beyond("genie", "SWAF vs proven optimum on states of its own runs "
+    rows.append(beyond("genie", "SWAF vs proven optimum on states of its own runs "
                         "(density 5): share of the optimum's on-time starts that SWAF misses"
                         f" (SWAF starts nothing in {idle} of {len(gaps)} states)", gaps))
     return rows
@@ -387,20 +342,19 @@ def liquid(seeds: int, quick: bool) -> list[Row]:
                     Policy("random", seed=s), Policy("spread")])
              for s in range(seeds)]
     rows = []
-    for base, claim in (("random", -0.14), ("spread", -0.32)):
+    for base, cid in (("random", "random"), ("spread", "even")):
         rows.append(compare(
-            "liquid", f"Fig. 18 setting: mean execution time, best-fit vs {base}", "Fig. 18",
-            (claim, claim), [_change(r["bestfit"]["run_mean"], r[base]["run_mean"])
-                             for r in fig18],
+            claim(f"liquid.fig18.{cid}"), f"Fig. 18 setting: mean execution time, best-fit vs "
+            f"{base}", [change(r["bestfit"]["run_mean"], r[base]["run_mean"]) for r in fig18],
             "the testbed's network slowdowns differ from the fitted bandwidth weights"))
     for method in ("gga", "gga-ls"):
         slow = statistics.fmean(r[method]["locality_slowdown_mean"] for r in fig19)
-        for base, claim in (("random", -0.24), ("spread", -0.23)):
+        for base, cid in (("random", "random"), ("spread", "even")):
             theirs = statistics.fmean(r[base]["locality_slowdown_mean"] for r in fig19)
             rows.append(compare(
-                "liquid", f"Fig. 19 batch, {nodes} servers: makespan, {method} vs {base}",
-                "Fig. 19d", (claim, claim),
-                [_change(r[method]["makespan"], r[base]["makespan"]) for r in fig19],
+                claim(f"liquid.fig19d.makespan.{cid}"),
+                f"Fig. 19 batch, {nodes} servers: makespan, {method} vs {base}",
+                [change(r[method]["makespan"], r[base]["makespan"]) for r in fig19],
                 f"{method}'s plans split jobs: mean network slowdown {slow:.2f}x "
                 f"({base}: {theirs:.2f}x)"))
     gaps = []
@@ -410,7 +364,7 @@ def liquid(seeds: int, quick: bool) -> list[Row]:
         heur = solve(inst, "gga-ls", seed=s, time_limit=1.0)
         if exact.status.value == "optimal" and heur.objective is not None:
             gaps.append(heur.objective - exact.objective)
-    rows.append(_beyond("liquid", "gga-ls vs proven optimum, Fig. 19 batches "
+    rows.append(beyond("liquid", "gga-ls vs proven optimum, Fig. 19 batches "
                         "(absolute gap, objective units)", gaps, relative=False))
     return rows
 
@@ -433,11 +387,12 @@ def sched2(seeds: int, quick: bool) -> list[Row]:
                 waits.append(summary(run)["wait_mean"])
         grows[rule] = slopes
     mean_wait = statistics.fmean(waits)
-    rows.append(Row("sched2", "the congested regime: FIFO's mean wait", "Fig. 10b",
-                    "19075 s (baselines)", f"{mean_wait:.0f} s [{min(waits):.0f}, "
-                    f"{max(waits):.0f}]", len(waits), None,
-                    bool(19075 / 2 <= mean_wait <= 2 * 19075),
-                    "" if 19075 / 2 <= mean_wait <= 2 * 19075 else
+    wait = claim("sched2.fig10.wait")
+    within = bool(wait.value / 2 <= mean_wait <= 2 * wait.value)
+    rows.append(Row("sched2", "the congested regime: FIFO's mean wait", wait.source,
+                    f"{wait.value:.0f} s (baselines)", f"{mean_wait:.0f} s [{min(waits):.0f}, "
+                    f"{max(waits):.0f}]", len(waits), None, within,
+                    "" if within else
                     "heavy-tailed durations: the wait varies by an order of magnitude "
                     "between seeds" + (" (and --quick episodes are short)" if quick else "")))
     for rule, slopes in grows.items():
@@ -447,7 +402,7 @@ def sched2(seeds: int, quick: bool) -> list[Row]:
                         "(mean fragmentation, 2nd half - 1st half)", len(slopes), up, None,
                         "" if up else "our load is lighter than the paper's"))
     # the learned agent (the shipped weights) against the best rule, Fig. 7 / Fig. 10
-    for share, claim in ((0.68, 0.6), (0.60, 0.64), (0.75, 0.09)):
+    for share in (0.68, 0.60, 0.75):
         ratios, best_rules = [], []
         for s in range(seeds):
             w = generate_sched2(seed=1000 + s, jobs=300 if quick else 1000,
@@ -455,12 +410,12 @@ def sched2(seeds: int, quick: bool) -> list[Row]:
             res = _runs(w, ("dqn", *RULES))
             best = max(RULES, key=lambda r: res[r]["effectiveness_mean"])
             best_rules.append(best)
-            ratios.append(_change(res["dqn"]["effectiveness_mean"],
+            ratios.append(change(res["dqn"]["effectiveness_mean"],
                                   res[best]["effectiveness_mean"]))
         rows.append(compare(
-            "sched2", f"{share:.0%} one-GPU jobs: mean execution effectiveness, DQN agent vs "
-            f"the best rule ({', '.join(sorted(set(best_rules)))})",
-            "Fig. 7" if share == 0.68 else "Fig. 10", (claim, claim), ratios,
+            claim(f"sched2.fig7.E-{share * 100:.0f}"), f"{share:.0%} one-GPU jobs: mean "
+            f"execution effectiveness, DQN agent vs the best rule "
+            f"({', '.join(sorted(set(best_rules)))})", ratios,
             "the agent trained here (docs/rl.md) does not beat whole-queue rules"))
     # beyond the paper: the rules against the offline optimum (makespan) on small workloads
     gaps: dict[str, list[float]] = {rule: [] for rule in RULES}
@@ -474,22 +429,9 @@ def sched2(seeds: int, quick: bool) -> list[Row]:
             span = summary(simulate(w, rule, record_events=False))["makespan"]
             gaps[rule].append((span - best.objective) / best.objective)
     winner = min(RULES, key=lambda r: statistics.fmean(gaps[r]) if gaps[r] else np.inf)
-    rows.append(_beyond("sched2", f"best rule ({winner.upper()}) vs the proven offline "
+    rows.append(beyond("sched2", f"best rule ({winner.upper()}) vs the proven offline "
                         "optimal makespan, 2 x 4 GPUs", gaps[winner]))
     return rows
-
-
-# ----------------------------------------------------------------------------- driver
-def _beyond(paper: str, result: str, gaps: list[float], relative: bool = True) -> Row:
-    if not gaps:
-        return Row(paper, "beyond the paper: " + result, "—", "not measured by the paper",
-                   "—", 0, None, None, "no proven optimum in the time limit" if result else "")
-    if relative:
-        ours = f"mean gap {100 * statistics.fmean(gaps):.2f} %, max {100 * max(gaps):.2f} %"
-    else:
-        ours = f"mean gap {statistics.fmean(gaps):.4f}, max {max(gaps):.4f}"
-    return Row(paper, "beyond the paper: " + result, "—", "not measured by the paper", ours,
-               len(gaps), None, None)
 
 
 def inference(seeds: int, quick: bool) -> list[Row]:
@@ -512,9 +454,11 @@ def inference(seeds: int, quick: bool) -> list[Row]:
         pg = gap.startswith("pg")
         direction = mean >= 0 if pg else mean > 0
         within = direction and paper != 0 and abs(paper) / 2 <= abs(mean) <= 2 * abs(paper)
+        table = "table2" if gpus.count(":") == 1 else "table4"
+        cited = claim(f"inference.{table}.{'rl-heuristic' if pg else 'heuristic-fixed'}")
         rows.append(Row(
             "inference", f"{gpus}, {slot:g}-{slot + 3:g} h: mean Q, {gap.replace('-', ' − ')}",
-            "Table 2" if gpus.count(":") == 1 else "Table 4", f"{paper:+.3f}",
+            cited.source, f"{paper:+.3f}",
             f"{mean:+.4f} [{min(ours):+.4f}, {max(ours):+.4f}]", len(ours), direction,
             within, "" if within else (
                 f"ours is {mean / paper:.2f}x the paper's gap; seed 0: "
@@ -530,24 +474,6 @@ EXPERIMENTS: dict[str, Callable[[int, bool], list[Row]]] = {
 def reproduce(paper: str, *, seeds: int = 3, quick: bool = False) -> list[Row]:
     """Run one paper's comparison; ``quick`` shrinks every workload (minutes, not hours)."""
     return EXPERIMENTS[paper](seeds, quick)
-
-
-def markdown(rows: list[Row]) -> str:
-    """The rows as a markdown table."""
-    def yn(v: bool | None) -> str:
-        return "—" if v is None else ("yes" if v else "no")
-
-    lines = ["| paper | result | cite | paper's number | dlsched (mean [min, max]) | seeds |"
-             " direction | within 2x | reason where not |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r.paper} | {r.result} | {r.cite} | {r.paper_value} | {r.ours} | {r.seeds}"
-              f" | {yn(r.direction_matches)} | {yn(r.within_2x)} | {r.reason} |" for r in rows]
-    return "\n".join(lines)
-
-
-def json_lines(rows: list[Row]) -> str:
-    """The rows as JSON lines."""
-    return "\n".join(json.dumps(asdict(r), sort_keys=True) for r in rows)
 
 
 def timed(paper: str, seeds: int, quick: bool) -> tuple[list[Row], float]:

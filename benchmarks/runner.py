@@ -1,9 +1,10 @@
 """Run methods × instances (× backends of exact methods × seeds) of a suite, in parallel.
 
-Every run happens in a process of its own, forked for that run and put in its own process
-group, so a crash (a segfaulting solver) or a run past its hard limit is recorded as a row
-— status ``crash`` or ``killed`` — and the benchmark carries on. The forked processes are
-driven by a ``concurrent.futures.ProcessPoolExecutor`` (default) or by Dask workers
+Every run happens in a process of its own, forked for that run and put in a session of its
+own (:func:`dlsched.benchmarks.sandbox.fork_call`), so a crash (a segfaulting solver) or a
+run past its hard limit is recorded as a row — status ``crash`` or ``killed`` — and the
+benchmark carries on. The forked processes are driven by a
+``concurrent.futures.ProcessPoolExecutor`` (default) or by Dask workers
 (``executor="dask"`` starts a local cluster, ``"dask://HOST:PORT"`` joins a scheduler;
 tasks carry the compressed instance, so workers need the package but not the files).
 
@@ -30,16 +31,12 @@ includes them (about 90-150 MB).
 
 from __future__ import annotations
 
-import contextlib
-import faulthandler
 import gzip
 import json
 import logging
 import os
 import platform
 import resource
-import select
-import signal
 import subprocess
 import sys
 import time
@@ -62,6 +59,7 @@ from dlsched.registry import methods_for
 from dlsched.solve import solve
 
 from .library import Manifest, Offer, offer_best
+from .sandbox import fork_call
 
 log = logging.getLogger(__name__)
 
@@ -153,72 +151,30 @@ def _peak_rss_mb() -> float:
     return round(max(own, kids) * scale, 1)
 
 
-def _child(task: Task, fd: int) -> None:
-    """Body of the forked run process: solve, write JSON to ``fd``, exit."""
+def _forked_body(task: Task) -> bytes:
+    """What the forked run process returns: the outcome as JSON."""
     try:
-        os.setpgid(0, 0)
-        faulthandler.disable()  # its report would go to the closed stderr anyway
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        try:
-            out = _execute(task)
-        except Exception as exc:  # a bug in a method: recorded, not fatal
-            out = {"status": "error", "message": f"{type(exc).__name__}: {exc}"[:500]}
-        out["peak_rss_mb"] = _peak_rss_mb()
-        data = json.dumps(out).encode()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os._exit(0)
+        out = _execute(task)
+    except Exception as exc:  # a bug in a method: recorded, not fatal
+        out = {"status": "error", "message": f"{type(exc).__name__}: {exc}"[:500]}
+    out["peak_rss_mb"] = _peak_rss_mb()
+    return json.dumps(out).encode()
 
 
 def _run_forked(task: Task) -> dict[str, Any]:
-    read_fd, write_fd = os.pipe()
-    start = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child never returns
-        os.close(read_fd)
-        _child(task, write_fd)
-    os.close(write_fd)
-    chunks: list[bytes] = []
-    killed = False
-    try:
-        deadline = time.monotonic() + task.kill_after
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                killed = True
-                break
-            ready, _, _ = select.select([read_fd], [], [], remaining)
-            if ready:
-                chunk = os.read(read_fd, 1 << 16)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-    except BaseException:
-        killed = True
-        raise
-    finally:
-        if killed:  # the whole group: a solver the run started (CBC) goes too
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
-        os.close(read_fd)
-        _, status = os.waitpid(pid, 0)
-    wall = time.perf_counter() - start
-    if killed:
-        return {"status": "killed", "wall_time": wall,
+    run = fork_call(lambda: _forked_body(task), task.kill_after)
+    if run.killed:
+        return {"status": "killed", "wall_time": run.wall,
                 "message": f"killed at the hard limit of {task.kill_after:g} s"}
     try:
-        return json.loads(b"".join(chunks))
+        return json.loads(run.data)
     except json.JSONDecodeError:
-        if os.WIFSIGNALED(status):
-            how = f"killed by signal {os.WTERMSIG(status)}"
+        if os.WIFSIGNALED(run.status):
+            how = f"killed by signal {os.WTERMSIG(run.status)}"
         else:
-            how = f"exit code {os.WEXITSTATUS(status)}"
-        return {"status": "crash", "wall_time": wall, "message": f"run process died ({how})"}
+            how = f"exit code {os.WEXITSTATUS(run.status)}"
+        return {"status": "crash", "wall_time": run.wall,
+                "message": f"run process died ({how})"}
 
 
 def run_task(task: Task) -> dict[str, Any] | None:

@@ -21,10 +21,13 @@ import statistics
 import time
 
 from dlsched.instances.sched2_gen import generate_sched2
+from dlsched.markdown import markdown_table
 from dlsched.registry import methods_for
 from dlsched.rl.sched2_train import RULES, TEST_SEEDS, EpisodeSpec, compare
 from dlsched.simulate import Policy, job_table, simulate
 from dlsched.solve import solve
+
+from .paper_claims import claim
 
 SHARES = (0.60, 0.68, 0.75)
 POLICIES = ("dqn", *RULES)
@@ -75,26 +78,26 @@ def main(argv: list[str] | None = None) -> int:
     one = part_one(args.weights, args.episodes, args.jobs)
     for share, per in one.items():
         print(f"\n### {float(share):.0%} one-GPU jobs, {args.episodes} test episodes\n")
-        print("| policy | mean E | E std | makespan h | mean JCT h | mean wait h |")
-        print("|---|---|---|---|---|---|")
-        for name, m in per.items():
-            print(f"| {name} | {m['effectiveness_mean']['mean']:.3f} | "
-                  f"{m['effectiveness_mean']['std']:.3f} | {m['makespan']['mean'] / 3600:.1f} | "
-                  f"{m['jct_mean']['mean'] / 3600:.2f} | {m['wait_mean']['mean'] / 3600:.2f} |")
+        print(markdown_table(
+            ["policy", "mean E", "E std", "makespan h", "mean JCT h", "mean wait h"],
+            [[name, f"{m['effectiveness_mean']['mean']:.3f}",
+              f"{m['effectiveness_mean']['std']:.3f}", f"{m['makespan']['mean'] / 3600:.1f}",
+              f"{m['jct_mean']['mean'] / 3600:.2f}", f"{m['wait_mean']['mean'] / 3600:.2f}"]
+             for name, m in per.items()]))
         best = max(RULES, key=lambda r: per[r]["effectiveness_mean"]["mean"])
         ratio = per["dqn"]["effectiveness_mean"]["mean"] / per[best]["effectiveness_mean"]["mean"]
-        print(f"\ndqn / best rule ({best}) mean E: {ratio:.3f} (the paper: 1.6 at 68 %)")
+        print(f"\ndqn / best rule ({best}) mean E: {ratio:.3f} (the paper: "
+              f"{1 + claim('sched2.fig7.E-68').value:g} at 68 %)")
         per["best_rule"] = best
         per["dqn_over_best_rule"] = ratio
     two = part_two(args.small_workloads, args.small_jobs, args.time_limit)
     print(f"\n### small workloads: 2 x 4 GPUs, {args.small_jobs} jobs\n")
-    print("| seed | " + " | ".join(f"{p} makespan" for p in RULES) + " | offline |")
-    print("|" + "---|" * (len(RULES) + 2))
-    for row in two["workloads"]:
-        opt = "; ".join(f"{m}: {row[m]['status']} {row[m]['objective']}"
-                        for m in two["offline_methods"]) or "no offline method registered"
-        print(f"| {row['seed']} | " + " | ".join(f"{row[p]['makespan']:.0f}" for p in RULES)
-              + f" | {opt} |")
+    print(markdown_table(
+        ["seed", *(f"{p} makespan" for p in RULES), "offline"],
+        [[row["seed"], *(f"{row[p]['makespan']:.0f}" for p in RULES),
+          "; ".join(f"{m}: {row[m]['status']} {row[m]['objective']}"
+                    for m in two["offline_methods"]) or "no offline method registered"]
+         for row in two["workloads"]]))
     mean_e = {p: statistics.fmean([one[s][p]["effectiveness_mean"]["mean"] for s in one])
               for p in POLICIES}
     print(json.dumps({"benchmark": "sched2_rl", "cpu_s": round(time.process_time() - start, 1),

@@ -44,13 +44,9 @@ TRACE_FILES = {
 }
 
 
-def shipped_workloads(trace: str, problem: str) -> dict[str, Instance]:
-    """The whole trace ``trace`` from the package data, as workloads of ``problem``."""
-    return dict(_each_workload(trace, problem))
-
-
-def _each_workload(trace: str, problem: str) -> Iterator[tuple[str, Instance]]:
-    """(name, workload) of ``trace``, loaded one at a time."""
+def each_workload(trace: str, problem: str) -> Iterator[tuple[str, Instance]]:
+    """(name, workload) of the whole trace ``trace`` from the package data, as workloads
+    of ``problem``, loaded one at a time."""
     if trace not in TRACE_FILES:
         raise InputError(f"unknown trace {trace!r}", field="--trace",
                          fix=f"use one of {sorted(TRACE_FILES)}")
@@ -69,7 +65,7 @@ def _each_workload(trace: str, problem: str) -> Iterator[tuple[str, Instance]]:
 def replay(trace: str, problem: str, policy: str, *, reference: str = "default",
            check: str = "fast") -> dict:
     """Replay every workload of ``trace``; the figures as a dict (module docstring)."""
-    workloads = _each_workload(trace, problem)  # one cluster in memory at a time
+    workloads = each_workload(trace, problem)  # one cluster in memory at a time
     load_cpu = 0.0
     row = {"trace": trace, "problem": problem, "policy": policy, "check": check, "jobs": 0,
            "events": 0, "policy_calls": 0, "cpu_s": 0.0, "wall_s": 0.0, "gpus": 0}

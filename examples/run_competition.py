@@ -19,7 +19,7 @@ from pathlib import Path
 
 from dlsched.benchmarks.compete import compete, parse_entrant
 from dlsched.benchmarks.library import load_manifest
-from dlsched.benchmarks.report import markdown_table
+from dlsched.benchmarks.report import frame_table
 
 HERE = Path(__file__).resolve().parent
 
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out or tempfile.mkdtemp(prefix="compete-"))
     board, notes = compete(manifest, entrants, out, time_limit=args.time_limit,
                            progress=False)
-    print(markdown_table(board, ".4f"))
+    print(frame_table(board, ".4f"))
     for note in notes:
         print(note)
     print(f"per-run files in {out / 'runs'}; scores in {out / 'scores.csv'}")

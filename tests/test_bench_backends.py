@@ -33,10 +33,9 @@ def test_every_script_uses_the_one_parser(script):
     assert script.parse_backends is parse_backends
 
 
-def test_horus_scale_tiny_runs_all_four(monkeypatch, capsys):
-    monkeypatch.setattr("sys.argv", ["horus_scale", "--seeds", "1", "--nodes", "2", "--beta",
-                                     "3", "--time-limit", "20"])
-    horus_scale.main()
+def test_horus_scale_tiny_runs_all_four(capsys):
+    assert horus_scale.main(["--seeds", "1", "--nodes", "2", "--beta", "3",
+                             "--time-limit", "20"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     figures = json.loads(lines[-1])
     for backend in BACKENDS:

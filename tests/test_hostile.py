@@ -21,7 +21,8 @@ import pytest
 
 from dlsched import InputError
 from dlsched.benchmarks.build import build_suite
-from dlsched.benchmarks.compete import Limits, compete, parse_entrant, safe_name
+from dlsched.benchmarks.compete import compete, parse_entrant, safe_name
+from dlsched.benchmarks.sandbox import Limits
 from dlsched.cli import main
 
 PY = sys.executable

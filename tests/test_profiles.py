@@ -9,14 +9,13 @@ import pandas as pd
 import pytest
 
 from dlsched.benchmarks.profiles import (
-    gap_matrix,
     gaps_to_reference,
     plot_profile,
     profile,
     shifted_geometric_mean,
     time_ratios,
 )
-from dlsched.benchmarks.report import summarize, write_report
+from dlsched.benchmarks.report import gap_mode, shown_gap_matrix, summarize, write_report
 
 NAN = float("nan")
 
@@ -60,7 +59,7 @@ def test_time_ratios_and_profile(table):
 
 
 def test_gap_profile(table):
-    g = gap_matrix(table)
+    g = shown_gap_matrix(table, gap_mode(table))
     prof = profile(g, [0.0, 0.1, 0.2])
     # x: gaps 0, 1/6, inf -> 1/3 at 0 and 0.1, 2/3 at 0.2; y: 0, 0, 0 -> 1 everywhere
     assert prof["x"].tolist() == pytest.approx([1 / 3, 1 / 3, 2 / 3])

@@ -26,11 +26,11 @@ def test_whole_traces_ship_compressed_and_small():
 
 
 def test_itp_clusters_hold_the_whole_trace():
-    ws = trace_replay.shipped_workloads("itp", "sched2")
+    ws = dict(trace_replay.each_workload("itp", "sched2"))
     assert len(ws) == 10
     assert sum(len(w.jobs) for w in ws.values()) == 69_351
     assert all(w.provenance["generator"] == "instances.traces" for w in ws.values())
-    horus = trace_replay.shipped_workloads("itp", "horus")["itp-cluster10"]
+    horus = dict(trace_replay.each_workload("itp", "horus"))["itp-cluster10"]
     assert horus.problem == "horus" and len(horus.jobs) == len(ws["itp-cluster10"].jobs)
 
 

@@ -1,0 +1,117 @@
+"""Every benchmark script runs on a tiny setting (seconds) and prints its tables and a last
+JSON line; docs/benchmarks.md lists each script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from dlsched.benchmarks import (
+    exact_scale,
+    fuzz,
+    genie_snapshots,
+    inference_paper,
+    liquid_fig19,
+    policy_latency,
+    sched2_rl,
+)
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+# compete's ``__main__`` runs a Python entrant of `dlsched compete` (docs/competition.md)
+NOT_SCRIPTS = {"compete"}
+
+
+def _lines(capsys) -> tuple[list[str], dict]:
+    lines = capsys.readouterr().out.strip().splitlines()
+    return lines, json.loads(lines[-1])
+
+
+def _rows(lines: list[str], first_cell: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split("|")] for line in lines
+            if line.startswith(f"| {first_cell}")]
+
+
+def test_every_script_has_a_line_in_docs_benchmarks():
+    text = DOCS.read_text(encoding="utf-8")
+    scripts = {p.stem for p in BENCHMARKS.glob("*.py")
+               if '__name__ == "__main__"' in p.read_text(encoding="utf-8")} - NOT_SCRIPTS
+    assert len(scripts) >= 10
+    for name in sorted(scripts):
+        assert f"python -m dlsched.benchmarks.{name}" in text, name
+
+
+def test_exact_scale_tiny(capsys):
+    exact_scale.main(["--families", "liquid", "--only", "liquid-5,liquid-10",
+                      "--backends", "highs", "--time-limit", "60"])
+    lines, figures = _lines(capsys)
+    rows = _rows(lines, "liquid-")
+    assert [r[:3] for r in rows] == [["liquid-5", "highs", "optimal 1"],
+                                     ["liquid-10", "highs", "optimal 1"]]
+    assert set(figures["families"]) == {"liquid-5", "liquid-10"}
+    assert figures["families"]["liquid-5"]["highs"]["gap_max"] == 0
+
+
+def test_sched2_rl_tiny(capsys):
+    assert sched2_rl.main(["--episodes", "1", "--jobs", "20", "--small-workloads", "1",
+                           "--small-jobs", "4", "--time-limit", "20"]) == 0
+    lines, figures = _lines(capsys)
+    # the agent and the six rules, per share of one-GPU jobs (60, 68, 75 %)
+    assert len(_rows(lines, "dqn ")) == 3
+    assert len(_rows(lines, "spf ")) == 3
+    (small,) = _rows(lines, "0 ")
+    assert "offline-makespan: optimal" in small[-1]
+    # no rule beats the proven optimal makespan
+    optimum = figures["small"]["workloads"][0]["offline-makespan"]["objective"]
+    assert min(float(x) for x in small[1:-1]) >= round(optimum) - 1
+
+
+def test_genie_snapshots_tiny(capsys):
+    assert genie_snapshots.main(["--snapshots", "2", "--time-limit", "20",
+                                 "--backends", "highs"]) == 0
+    lines, figures = _lines(capsys)
+    (exact,) = _rows(lines, "exact ")
+    assert exact[2] == "100.0"
+    assert figures["backends"]["highs"]["statuses"] == ["optimal", "optimal"]
+    # a heuristic never starts more tasks on time than the proven optimum
+    total = sum(figures["exact_on_time"])
+    assert all(sum(r[0] for r in rows) <= total for rows in figures["heuristics"].values())
+
+
+def test_liquid_fig19_tiny(capsys):
+    assert liquid_fig19.main(["--nodes", "2", "--seeds", "1", "--time-limit", "20",
+                              "--gga-time-limit", "0.2", "--backends", "highs"]) == 0
+    lines, figures = _lines(capsys)
+    (exact,) = figures["exact"]
+    assert exact["status"] == "optimal"
+    by_method = {r[1]: r for r in _rows(lines, "2 ")}
+    assert by_method["reference"][5] == "proven"
+    for method in ("bestfit", "gga", "gga+bestfit", "random", "spread"):
+        assert by_method[method][2] == "1/1"
+        assert float(by_method[method][4]) >= 0  # mean gap: never better than the optimum
+
+
+def test_policy_latency_tiny(capsys):
+    assert policy_latency.main(["--repeat", "1"]) == 0
+    _, figures = _lines(capsys)
+    for problem, methods in policy_latency.METHODS.items():
+        for method in methods:
+            assert figures[f"{problem}:{method}"] > 0
+    assert figures["max_ms"] == max(v for k, v in figures.items() if ":" in k)
+
+
+def test_fuzz_tiny(capsys):
+    assert fuzz.main(["--mutants", "6", "--seed", "3"]) == 0
+    _, figures = _lines(capsys)
+    assert figures["mutants"] == 6
+    assert figures["internal"] == figures["bad_exit"] == figures["unnamed"] == 0
+    assert sum(figures["by_kind"].values()) == 6
+
+
+def test_inference_paper_tiny(capsys):
+    assert inference_paper.main(["--hours", "0.005", "--no-pg"]) == 0
+    lines, figures = _lines(capsys)
+    assert set(figures["tables"]) == {"p2:1", "g2:5,p2:5"}
+    # the paper's Table 2 numbers, printed beside ours (typed in from the paper)
+    assert _rows(lines, "12-15 h | fixed")[0][2] == "0.883"
+    assert _rows(lines, "12-15 h | heuristic − fixed")[0][2] == "+0.085"
