@@ -41,8 +41,6 @@ BACKENDS = (*PULP_BACKENDS, "cpsat")
 Terms = Iterable[tuple[float, Any]]
 """A linear expression: ``(coefficient, variable)`` pairs."""
 
-SENSES = ("<=", ">=", "==")
-
 
 class TimeUp(Exception):
     """The deadline passed before the model was built; nothing to hand to the solver."""

@@ -42,9 +42,9 @@ def _episode_arguments(p: argparse.ArgumentParser) -> None:
                    help="mean inter-arrival time in seconds (120, the congested regime)")
     g.add_argument("--median-duration", type=float, default=1800.0,
                    help="median ideal run time in seconds (1800)")
-    g.add_argument("--single-share", type=_shares, default=SHARES,
-                   help="shares of one-GPU jobs, comma-separated (0.6,0.68,0.75; dqn and "
-                   "evaluate take the first)")
+    g.add_argument("--single-share", type=_shares, default=None,
+                   help="shares of one-GPU jobs, comma-separated (search: 0.6,0.68,0.75, "
+                   "the paper's three mixes; dqn and evaluate: 0.68, and only the first)")
     g.add_argument("--workload", help="a sched2 workload or imported trace, cut into "
                    "episodes of --jobs jobs by time: 60 %% train, 20 %% validate, 20 %% test")
 
@@ -107,8 +107,8 @@ def _spec(args: argparse.Namespace, share: float):
                        median_duration=args.median_duration)
 
 
-def episode_sets(args: argparse.Namespace, train_per_share: int, valid_per_share: int,
-                 test: int = 0, shares: tuple[float, ...] | None = None) -> dict[str, list]:
+def episode_sets(args: argparse.Namespace, shares: tuple[float, ...], train_per_share: int,
+                 valid_per_share: int, test: int = 0) -> dict[str, list]:
     """Training, validation and test workloads from the options (module docstring)."""
     from ..instance_io import load_instance
     from .sched2_train import TEST_SEEDS, VALIDATION_SEEDS, episodes_from_workload
@@ -116,7 +116,7 @@ def episode_sets(args: argparse.Namespace, train_per_share: int, valid_per_share
     if args.workload:
         return episodes_from_workload(load_instance(args.workload), args.jobs)
     out: dict[str, list] = {"train": [], "valid": [], "test": []}
-    for share in shares or args.single_share:
+    for share in shares:
         spec = _spec(args, share)
         out["train"] += spec.workloads(range(train_per_share))
         out["valid"] += spec.workloads(list(VALIDATION_SEEDS)[:valid_per_share])
@@ -155,7 +155,8 @@ def train_command(args: argparse.Namespace) -> int:
 def _train_search(args: argparse.Namespace, command: str) -> dict:
     from .sched2_search import SearchSettings, train_priority
 
-    sets = episode_sets(args, args.train_episodes or 4, args.valid_episodes)
+    sets = episode_sets(args, args.single_share or SHARES, args.train_episodes or 4,
+                        args.valid_episodes)
     settings = SearchSettings(generations=args.generations, population=args.population,
                               elites=args.elites, warm_start=not args.no_warm_start,
                               window=args.window)
@@ -179,8 +180,8 @@ def _train_dqn(args: argparse.Namespace, command: str) -> dict:
     if args.pretrain_episodes < 0 or args.pretrain_updates < 0:
         raise InputError("the warm-start counts must be >= 0", field="--pretrain-*",
                          fix="use 0 or more")
-    sets = episode_sets(args, args.train_episodes or 30, args.valid_episodes,
-                        shares=args.single_share[:1])
+    sets = episode_sets(args, (args.single_share or (0.68,))[:1], args.train_episodes or 30,
+                        args.valid_episodes)
     bar = tqdm(total=args.episodes, disable=args.no_progress, unit="episode")
 
     def progress(row: dict) -> None:
@@ -208,8 +209,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
                          fix=f"use 1 to {len(TEST_SEEDS)}")
     if args.csv:
         check_output(args.csv, "--csv")
-    workloads = episode_sets(args, 0, 0, test=args.episodes,
-                             shares=args.single_share[:1])["test"][: args.episodes]
+    workloads = episode_sets(args, (args.single_share or (0.68,))[:1], 0, 0,
+                             test=args.episodes)["test"][: args.episodes]
     table = compare(args.policy, args.weights, workloads)
     if args.csv:
         table.to_csv(args.csv, index=False)
