@@ -68,7 +68,7 @@ class Locality:
     """Takes the ``"packed"`` duration reference (:class:`GroupLocality` implements it)."""
 
     def __init__(self, speed: SpeedModel, workload: Instance) -> None:
-        self.speed = speed
+        """Check ``workload`` has what the model needs (the base class needs nothing)."""
 
     def work(self, job: Job) -> float:
         """Work seconds of ``job``: its solo run time (``duration``) by default."""
@@ -149,7 +149,7 @@ class Interference:
     :func:`register_interference`; check the workload in ``__init__(workload)``)."""
 
     def __init__(self, workload: Instance) -> None:
-        self.workload = workload
+        """Check ``workload`` has what the model needs (the base class needs nothing)."""
 
     def factor(self, own_util: float, gpus: np.ndarray, cum_util: np.ndarray) -> float:
         """Rate factor (≤ 1) of a job of utilization ``own_util`` (percent) on ``gpus``,
@@ -158,7 +158,7 @@ class Interference:
 
 
 _LOCALITY: dict[str, type[Locality]] = {}
-_INTERFERENCE: dict[str, Callable[[Instance], Interference]] = {}
+_INTERFERENCE: dict[str, type[Interference]] = {}
 
 
 def register_locality(name: str, model: type[Locality]) -> type[Locality]:
@@ -167,8 +167,7 @@ def register_locality(name: str, model: type[Locality]) -> type[Locality]:
     return model
 
 
-def register_interference(name: str, model: Callable[[Instance], Interference]
-                          ) -> Callable[[Instance], Interference]:
+def register_interference(name: str, model: type[Interference]) -> type[Interference]:
     """Make ``model`` the interference model called ``name``."""
     _INTERFERENCE[name] = model
     return model
@@ -260,13 +259,11 @@ class BoundSpeed:
 
     def __init__(self, model: SpeedModel, workload: Instance) -> None:
         self.model = model
-        self.cluster = workload.cluster
-        self.gpu_speed = self.cluster.gpu_speed if model.gpu_speed else None
-        self._speeds = self.gpu_speed.tolist() if self.gpu_speed is not None else None
+        self._speeds = workload.cluster.gpu_speed.tolist() if model.gpu_speed else None
         self._locality = (None if model.locality is None
                           else _LOCALITY[model.locality](model, workload))
-        # the bound methods themselves: base_rate and interference_factor are called at
-        # every event, and a delegating call would cost a few percent of a replay's time
+        # the models' bound methods are kept: base_rate and interference_factor run at
+        # every start and re-rate, so they save a delegating call there
         self._slowdown = None if self._locality is None else self._locality.slowdown
         interference = (None if model.interference is None
                         else _INTERFERENCE[model.interference](workload))
