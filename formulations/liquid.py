@@ -51,8 +51,8 @@ from dlsched.problems.liquid import (
     assignment_from_decision,
     decision_from_assignment,
     liquid_data,
-    topology_groups,
 )
+from dlsched.problems.liquid_network import topology_groups
 from dlsched.registry import BOOL, MethodSpec, check_options, register_method
 from dlsched.result import MethodOutput, Status
 

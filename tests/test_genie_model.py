@@ -10,13 +10,12 @@ import math
 import numpy as np
 import pytest
 
+from dlsched.problems.genie.coefficients import ModelCoefficients, load_default_coefficients
 from dlsched.problems.genie.model import (
     TABLE3_MODELS,
-    ModelCoefficients,
     Platform,
     Shape,
     Task,
-    average_normalized_latency,
     cer,
     comm,
     cost,
@@ -24,14 +23,16 @@ from dlsched.problems.genie.model import (
     ect_deadline,
     feasible_shapes,
     latency,
-    load_default_coefficients,
     local_batch,
-    makespan,
-    normalized_latency,
     processing_rate,
-    qos_guarantee_pct,
     single_gpu_rate,
     solo_latency,
+)
+from dlsched.problems.schedule_metrics import (
+    average_normalized_latency,
+    makespan,
+    normalized_latency,
+    qos_guarantee_pct,
 )
 
 # q(b) = 10 + 2 b - 0.01 b^2, vertex at b = 2 / 0.02 = 100; gamma 0.6, lambda 0.5, nu 5 s.

@@ -10,7 +10,8 @@ from dlsched.decision import Placement, TaskPlacement
 from dlsched.errors import InputError
 from dlsched.jobs import Container, RunningJob
 from dlsched.problems import get_problem
-from dlsched.problems.liquid import distance_matrix, liquid_breakdown, parse_liquid_params
+from dlsched.problems.liquid import liquid_breakdown, parse_liquid_params
+from dlsched.problems.liquid_network import distance_matrix
 
 
 def test_distance_tables_racks_and_domains():

@@ -13,7 +13,7 @@ import pytest
 
 from dlsched import Cluster, InputError, Instance, Job, load_instance, save_instance
 from dlsched.files import read_json
-from dlsched.problems.liquid import distance_matrix
+from dlsched.problems.liquid_network import distance_matrix
 from dlsched.problems.sched2 import C_REF
 from dlsched.simulate import job_table, simulate
 from dlsched.topology import Level, homogeneous_cluster

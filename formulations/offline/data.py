@@ -1,9 +1,10 @@
 """The data of an offline schedule model: every job's modes and the integer time grid.
 
 A *mode* of a job is one placement shape (how many of its GPUs sit on each server) with
-the run time the simulator's speed model gives it (locality slowdown, slowest GPU's speed,
-GENIE latency). Fixed-demand jobs may split their GPUs over servers in every way; elastic
-GENIE jobs take the symmetric shapes ⟨a, g⟩ on every set of a servers with a·g ≤ batch.
+the run time the problem's rate model gives it (``dlsched.problems.rates``, the simulator's
+too: locality slowdown, slowest GPU's speed, GENIE latency). Fixed-demand jobs may split
+their GPUs over servers in every way; elastic GENIE jobs take the symmetric shapes ⟨a, g⟩
+on every set of a servers with a·g ≤ batch.
 
 Time grid (CP-SAT needs integers). With unit u, the *primal* data round every release and
 duration **up** (a primal schedule stays feasible with the real, shorter durations) and the
@@ -46,7 +47,7 @@ import numpy as np
 from dlsched.errors import InputError
 from dlsched.gaps import OPTIMALITY_ABS, OPTIMALITY_GAP
 from dlsched.instance import Instance
-from dlsched.simulate.speed import SpeedModel
+from dlsched.problems.rates import SpeedModel
 
 OBJECTIVES = ("makespan", "weighted_jct", "qos")
 WEIGHT_SCALE = 1000

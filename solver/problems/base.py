@@ -180,6 +180,15 @@ class Problem:
         """
         return {"objective": float(self.evaluate(instance, decision))}
 
+    # ---- rate models (dlsched.problems.rates): how fast a job runs on a placement ----
+    default_locality: ClassVar[str | None] = None
+    """The registered locality model (:func:`dlsched.problems.rates.register_locality`)
+    that simulations and offline schedules of this problem use unless told otherwise;
+    ``None``: no locality slowdown."""
+    default_interference: ClassVar[str | None] = None
+    """The registered interference model (:func:`dlsched.problems.rates.
+    register_interference`) they use; ``None``: jobs sharing a GPU do not slow down."""
+
     # ---- offline schedules (timed decisions: every placement has start and end) ----
     schedule_objectives: ClassVar[Mapping[str, str]] = {}
     """Objectives of whole-workload schedules this problem defines: name -> "min"/"max"."""

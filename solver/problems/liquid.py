@@ -6,14 +6,8 @@ CPU, RAM and bandwidth. A decision puts every container of every pending job on 
 server (the batch is placed whole: Sec. 5.3 calls a plan with an unplaced container
 invalid; a batch that cannot fit is infeasible).
 
-Distance between servers a and b: the value of their lowest common ancestor in the
-cluster's topology graph (0 on one server; a user's graph sets the racks and domains).
-  - ``distance="paper"`` (Eq. 2): the number of servers under that ancestor: the rack's
-    size within a rack, the domain's size across racks of a domain, the cluster's size
-    across domains (the paper only says to avoid that case; we price it, we do not forbid).
-  - ``distance="implementation"`` (the authors' Go code): 1 within a rack, 4 across racks
-    of a domain, 40 across domains.
-A cluster without any domain level is one domain (so cross-rack pairs cost 4, not 40).
+Distance d between servers (``params.distance``: ``"paper"``, Eq. 2, or ``"implementation"``,
+the authors' Go code): :mod:`dlsched.problems.liquid_network`.
 
 Objectives (all minimized; PS-PS and worker-worker pairs cost nothing):
   - ``objective="paper"`` (Eqs. 4-7): sum over jobs of Score = λ·Cost + (1-λ)·ΣFitness_n,
@@ -45,13 +39,10 @@ from ..decision import Decision, Placement, TaskPlacement
 from ..errors import InputError
 from ..instance import Instance
 from ..jobs import Container
-from ..topology import Cluster, Level
-from ..topology_graph import LEVEL_NAMES
 from .base import Problem, Violation, register_problem
+from .liquid_network import DISTANCE_TABLES, distance_matrix
 
-DISTANCE_TABLES = ("paper", "implementation")
 OBJECTIVES = ("paper", "implementation")
-IMPLEMENTATION_DISTANCE = {"rack": 1.0, "domain": 4.0, "cluster": 40.0}
 EPS = 1e-9
 
 
@@ -83,97 +74,6 @@ def parse_liquid_params(params: Mapping[str, Any]) -> LiquidParams:
         raise InputError(f"objective = {objective!r}", field="params.objective",
                          fix=f"use one of {OBJECTIVES}")
     return LiquidParams(float(lam), distance, objective)
-
-
-# ----------------------------------------------------------------------------- topology
-@dataclass(frozen=True)
-class Group:
-    """A vertex of the topology tree above the servers, or a server, with its distance value.
-
-    ``saving`` = value(parent) - value(self): what two containers save by sharing it.
-    """
-
-    kind: str  # "node" | "rack" | "domain"
-    index: int  # node, rack or domain index
-    members: tuple[int, ...]  # server indices
-    value: float
-    saving: float
-
-
-def _group_values(cluster: Cluster, distance: str
-                  ) -> tuple[float, dict[Level, np.ndarray], dict[Level, dict[int, float]]]:
-    """(root value, group code of every server per level, value of every group)."""
-    above = (Level.RACK, Level.DOMAIN)
-    codes = {lev: cluster.node_group(lev) for lev in above}
-    value: dict[Level, dict[int, float]] = {}
-    for lev in above:
-        present, sizes = np.unique(codes[lev][codes[lev] >= 0], return_counts=True)
-        if distance == "paper":
-            value[lev] = {int(c): float(k) for c, k in zip(present, sizes, strict=True)}
-        elif distance == "implementation":
-            value[lev] = {int(c): IMPLEMENTATION_DISTANCE[LEVEL_NAMES[lev]] for c in present}
-        else:
-            raise ValueError(f"unknown distance table {distance!r}")
-    if distance == "paper":
-        root = float(cluster.num_nodes)
-    else:
-        root = IMPLEMENTATION_DISTANCE["cluster" if value[Level.DOMAIN] else "domain"]
-    return root, codes, value
-
-
-def topology_groups(cluster: Cluster, distance: str) -> tuple[float, tuple[Group, ...]]:
-    """Value of the root and every group (server, rack, domain) with its saving.
-
-    The groups are the servers and the vertices above them in the cluster's topology graph
-    (racks, domains: ``Cluster.node_group``); a group's value is the distance of two
-    servers whose lowest common ancestor it is. d(a, b) = root value - Σ saving over the
-    groups holding both a and b.
-    """
-    n = cluster.num_nodes
-    above = (Level.RACK, Level.DOMAIN)
-    root, codes, value = _group_values(cluster, distance)
-
-    def parent_value(server: int, below: Level) -> float:
-        """Value of the lowest group above level ``below`` that holds ``server``."""
-        for lev in above:
-            if lev > below and codes[lev][server] >= 0:
-                return value[lev][int(codes[lev][server])]
-        return root
-
-    groups = [Group("node", i, (i,), 0.0, parent_value(i, Level.NODE)) for i in range(n)]
-    for lev in above:
-        for c in sorted(value[lev]):
-            members = tuple(int(i) for i in np.flatnonzero(codes[lev] == c))
-            groups.append(Group(LEVEL_NAMES[lev], c, members, value[lev][c],
-                                parent_value(members[0], lev) - value[lev][c]))
-    return root, tuple(groups)
-
-
-_DISTANCES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def distance_matrix(cluster: Cluster, distance: str) -> np.ndarray:
-    """d(a, b) for every pair of servers (the table chosen by ``distance``), read-only and
-    cached per cluster (a cluster never changes)."""
-    per_cluster = _DISTANCES.setdefault(cluster, {})
-    if distance not in per_cluster:
-        out = _distance_matrix(cluster, distance)
-        out.flags.writeable = False
-        per_cluster[distance] = out
-    return per_cluster[distance]
-
-
-def _distance_matrix(cluster: Cluster, distance: str) -> np.ndarray:
-    root, codes, value = _group_values(cluster, distance)
-    n = cluster.num_nodes
-    out = np.full((n, n), root)
-    for lev in (Level.DOMAIN, Level.RACK):  # coarse to fine: the finer common group wins
-        c = codes[lev]
-        vals = np.array([value[lev].get(int(x), root) for x in c])
-        same = (c[:, None] == c[None, :]) & (c[:, None] >= 0)
-        out = np.where(same, vals[:, None], out)
-    np.fill_diagonal(out, 0.0)
-    return out
 
 
 # ----------------------------------------------------------------------------- data
@@ -422,6 +322,7 @@ class LiquidProblem(Problem):
     job_fields = ()
     exclusive_gpus = True
     whole_batch = True
+    default_locality = "liquid"
 
     def parse_params(self, params: Mapping[str, Any]) -> LiquidParams:
         """Parse ``params`` (``lambda`` of Eq. 4, the distance table, the objective).

@@ -18,10 +18,11 @@ from ..cli_support import (
 from ..errors import InputError
 from ..files import check_output
 from ..instance_io import check_instance, load_instance
+from ..problems.rates import interference_names, locality_names, supports_packed
 from ..topology_io import load_topology
 from .engine import Policy, SimulationError, simulate
 from .results import save_results
-from .speed import INTERFERENCE_MODELS, LOCALITY_MODELS, SpeedModel
+from .speed import SpeedModel
 
 MIN_INTERVAL = 1e-3
 """Shortest --interval, seconds (a shorter one is absorbed by the clock: t + dt == t)."""
@@ -47,10 +48,10 @@ def add_commands(subparsers) -> None:
     p.add_argument("--batch-only", action="store_true",
                    help="call the policy only at the --interval wake-ups")
     p.add_argument("--locality", default="default",
-                   choices=["default", "none", *[m for m in LOCALITY_MODELS if m]],
+                   choices=["default", "none", *locality_names()],
                    help="locality slowdown model (default: the problem's own)")
     p.add_argument("--interference", default="default",
-                   choices=["default", "none", *[m for m in INTERFERENCE_MODELS if m]],
+                   choices=["default", "none", *interference_names()],
                    help="GPU-sharing interference model (default: the problem's own)")
     p.add_argument("--reference", default="default", choices=["default", "ideal", "packed"],
                    help="duration = time on an ideal or on the packed placement (default: "
@@ -78,7 +79,7 @@ def _speed(args: argparse.Namespace, workload) -> SpeedModel:
         None if args.interference == "none" else args.interference)
     reference = args.reference
     if reference == "default":  # the workload's reading, for the locality model chosen
-        reference = base.reference if loc in (None, "sched2", "gavel") else "ideal"
+        reference = base.reference if supports_packed(loc) else "ideal"
     return SpeedModel(locality=loc, interference=inter, gpu_speed=not args.no_gpu_speed,
                       reference=reference)
 

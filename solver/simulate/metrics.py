@@ -21,7 +21,7 @@ same without the cap (the offered load; above 1 means oversubscribed GPUs);
 ``requeues``: how many times a running job was moved back to the queue;
 mean execution effectiveness, mean fragmentation (SCHED² Eq. 1, time-weighted over the
 same span), and, when jobs carry deadlines, GENIE's QoS-guarantee percentage (Eq. 14) and
-average normalized latency (Eqs. 15-16) from ``dlsched.problems.genie.model``.
+average normalized latency (Eqs. 15-16) from ``dlsched.problems.schedule_metrics``.
 
 Fragmentation reading (Eq. 1): per server, x_i is the remaining time of GPU i (0 when
 idle), n the server's GPU count; an all-idle server has fragmentation 0 (the formula's
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..problems.genie.model import average_normalized_latency, qos_guarantee_pct
+from ..problems.schedule_metrics import average_normalized_latency, qos_guarantee_pct
 from .engine import SimRun
 
 if TYPE_CHECKING:

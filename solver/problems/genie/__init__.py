@@ -3,7 +3,9 @@
 A snapshot holds a homogeneous platform ⟨N servers, G GPUs each⟩, tasks already running
 (exclusive GPUs) and a queue of waiting tasks. A decision starts some waiting tasks now,
 each on a symmetric shape ⟨d_node, d_gpn⟩: d_node distinct servers with d_gpn GPUs each.
-The performance model (latency, processing rate, cost, CER) is ``dlsched.problems.genie.model``.
+The performance model (latency, processing rate, cost, CER) is ``dlsched.problems.genie.model``,
+its coefficients ``genie.coefficients``, the instance parameters ``genie.params`` and the
+simulator's rate model ``genie.rate``.
 
 Instance parameters (``params``), so that an instance file is self-contained:
 
@@ -44,41 +46,29 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ...errors import InputError
 from ..base import Problem, Violation, register_problem
+from . import rate  # noqa: F401  (registers the "genie" rate model)
+from .coefficients import ModelCoefficients, load_default_coefficients
 from .model import (
     KINDS,
     QOS_CLASSES,
-    ModelCoefficients,
     Platform,
     Shape,
     Task,
     cer,
     feasible_shapes,
     latency,
-    load_default_coefficients,
     processing_rate,
 )
+from .params import DEFAULT_THETA, GenieParams, parse_genie_params, platform_of, task_of
 
 if TYPE_CHECKING:
     from ...decision import Decision
     from ...instance import Instance
-    from ...jobs import Job
 
 ECT_TOL = 1e-6
 """Seconds of slack in ``time + latency <= deadline`` (absorbs float noise only)."""
-
-DEFAULT_THETA = 0.4
-
-
-@dataclass(frozen=True)
-class GenieParams:
-    """Parsed ``params`` of a GENIE instance."""
-
-    theta: float
-    coefficients: Mapping[str, ModelCoefficients]
 
 
 def default_params() -> dict[str, Any]:
@@ -88,71 +78,6 @@ def default_params() -> dict[str, Any]:
         "theta": DEFAULT_THETA,
         "coefficients": {name: coefs[name].to_dict() for name in sorted(coefs)},
     }
-
-
-def parse_genie_params(params: Mapping[str, Any]) -> GenieParams:
-    """Validate the ``params`` object of a GENIE instance."""
-    known = {"theta", "coefficients"}
-    for key in params:
-        if key not in known:
-            raise InputError(f"unknown parameter {key!r}", field=f"params.{key}",
-                             fix=f"use only {', '.join(sorted(known))}")
-    theta = params.get("theta", DEFAULT_THETA)
-    if not isinstance(theta, int | float) or isinstance(theta, bool) or not (
-            math.isfinite(theta) and theta >= 0):
-        raise InputError(f"theta = {theta!r}", field="params.theta",
-                         fix="θ of Eq. 10 is a number >= 0 (the paper uses 0.4)")
-    raw = params.get("coefficients")
-    if raw is None:
-        coefs = load_default_coefficients()
-    else:
-        if not isinstance(raw, Mapping):
-            raise InputError("coefficients is not an object", field="params.coefficients",
-                             fix="map each model name to its coefficient fields")
-        coefs = {}
-        for name, entry in raw.items():
-            if not isinstance(entry, Mapping):
-                raise InputError("not an object", field=f"params.coefficients.{name}",
-                                 fix="give k0, k1, k2, gamma, lam, nu, b_min, b_sat, "
-                                     "infer_speedup")
-            try:
-                coefs[name] = ModelCoefficients.from_dict(entry)
-            except (TypeError, ValueError) as exc:
-                raise InputError(str(exc), field=f"params.coefficients.{name}",
-                                 fix="see docs/genie-model.md for the coefficient fields"
-                                 ) from None
-    return GenieParams(float(theta), coefs)
-
-
-def platform_of(instance: Instance, theta: float = DEFAULT_THETA) -> Platform:
-    """The platform ⟨N, G, θ⟩ of a homogeneous cluster; InputError when it is not one."""
-    cluster = instance.cluster
-    counts = cluster.node_gpu_count
-    if counts.size == 0 or counts.min() < 1:
-        raise InputError("a server has no GPU", field="cluster.nodes",
-                         fix="GENIE needs every server to hold the same number (>= 1) of GPUs")
-    if counts.min() != counts.max():
-        n = int(np.argmax(counts != counts[0]))
-        raise InputError(
-            f"server {cluster.node_ids[n]!r} has {int(counts[n])} GPUs, server "
-            f"{cluster.node_ids[0]!r} has {int(counts[0])}",
-            field=f"cluster.nodes[{n}].gpus",
-            fix="GENIE needs a homogeneous platform: the same GPU count on every server")
-    types = set(cluster.gpu_type)
-    if len(types) > 1:
-        raise InputError(f"GPU types {sorted(types)} are mixed", field="cluster.nodes[].gpus",
-                         fix="GENIE's coefficients describe one GPU type: use one type")
-    return Platform(cluster.num_nodes, int(counts[0]), theta)
-
-
-def task_of(job: Job) -> Task:
-    """The performance-model task of a GENIE job (fields checked by ``check_instance``)."""
-    return Task(job.model, job.kind, float(job.batch_size), float(job.iterations))
-
-
-def meets_ect(time: float, lat: float, job: Job) -> bool:
-    """Eq. 12 for a task started at ``time``: ``time + lat <= deadline``; urgent never."""
-    return job.qos != "urgent" and time + lat <= job.deadline + ECT_TOL
 
 
 @dataclass(frozen=True)
@@ -216,7 +141,7 @@ def _build_table(instance: Instance) -> GenieTable:
         task = task_of(job)
         t = instance.time
         rows = _predictions(coef, task, platform, job.batch_size)
-        if job.qos == "urgent":  # meets_ect inlined (same expression): urgent never meets
+        if job.qos == "urgent":  # Eq. 12: an urgent task never meets its ECT
             options.append(tuple(late for _lat, _on_time, late in rows))
         else:
             limit = job.deadline + ECT_TOL
@@ -319,6 +244,7 @@ class GenieProblem(Problem):
     name = "genie"
     sense = "max"
     exclusive_gpus = True
+    default_locality = "genie"
     job_fields = ("submit_time", "model", "kind", "batch_size", "iterations", "qos",
                   "deadline")
 

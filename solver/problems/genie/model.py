@@ -1,13 +1,14 @@
 """GENIE's performance model for data-parallel DL tasks on a homogeneous GPU cluster.
 
 This module holds the prediction model of the GENIE paper (seed 000, Sec. 5.1-5.2 and
-Sec. 7.1) as small pure functions, plus the simulation metrics of Eqs. 14-16:
+Sec. 7.1) as small pure functions (the simulation metrics of Eqs. 14-16 are
+``dlsched.problems.schedule_metrics``):
 
 * a task ``t = <type, kind, w_bat, w_iter>`` (Eq. 2, with the calculation type split out),
 * a placement shape ``s = <d_node, d_gpn>``: ``d_node`` distinct nodes with ``d_gpn``
   exclusive GPUs each (Eq. 3, symmetric placement),
 * a platform ``P = <N, G, theta>`` (Eq. 1; the communication parameters are per model and
-  live in :class:`ModelCoefficients`),
+  live in :class:`~dlsched.problems.genie.coefficients.ModelCoefficients`),
 * local batch (Eq. 6), single-GPU rate ``sPR`` (Eq. 7), communication penalty ``Comm``
   (Eq. 8), processing rate ``PR`` (Eq. 5), latency (Eq. 4), ECT classes (Eq. 9),
   cost (Eq. 10) and cost-effective ratio (Eq. 11).
@@ -20,26 +21,19 @@ sentences, sequences), times in seconds.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import math
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from importlib import resources
-from typing import Any, Literal
+from typing import Literal
 
-import numpy as np
-from numpy.typing import ArrayLike
+from .coefficients import ModelCoefficients, check_finite
 
 __all__ = [
     "KINDS",
     "QOS_CLASSES",
     "TABLE3_MODELS",
-    "ModelCoefficients",
     "Platform",
     "Shape",
     "Task",
-    "average_normalized_latency",
     "cer",
     "comm",
     "cost",
@@ -47,12 +41,8 @@ __all__ = [
     "ect_deadline",
     "feasible_shapes",
     "latency",
-    "load_default_coefficients",
     "local_batch",
-    "makespan",
-    "normalized_latency",
     "processing_rate",
-    "qos_guarantee_pct",
     "single_gpu_rate",
     "solo_latency",
 ]
@@ -75,141 +65,6 @@ TABLE3_MODELS: tuple[str, ...] = (
     "seq2seq",
 )
 """Keys of the six workload models of the paper's Table 3 in the shipped coefficients."""
-
-_COEFFICIENT_FILE = "genie_coefficients.json"
-
-
-def _check_finite(name: str, value: float) -> None:
-    if not math.isfinite(value):
-        raise ValueError(f"{name} = {value!r}: must be a finite number")
-
-
-@dataclass(frozen=True)
-class ModelCoefficients:
-    """Prediction-model coefficients of one task type on one platform.
-
-    Parameters
-    ----------
-    k0, k1, k2 : float
-        Coefficients of the quadratic single-GPU training rate of Eq. 7,
-        ``q(b) = k0 + k1*b + k2*b**2`` (samples/s, ``b`` the local batch size).
-    gamma : float
-        Communication coefficient gamma of Eq. 8, in GPU-equivalents lost to
-        synchronization (0 = no communication cost).
-    lam : float
-        Balance factor lambda of Eq. 8: the weight of a same-node peer relative to a
-        peer on another node (``lam <= 1`` means intra-node links are cheaper).
-    nu : float
-        Constant start-up overhead of Eq. 4, in seconds.
-    b_min : float
-        Smallest local batch at which the quadratic is trusted (usually the smallest
-        profiled batch). Below it the rate is taken proportional to the batch,
-        ``q(b_min) * b / b_min``: an iteration never gets shorter than at ``b_min``.
-        0 means the quadratic is used down to every positive batch.
-    b_sat : float
-        Largest local batch at which the quadratic is trusted (usually the largest
-        profiled batch). The rate plateaus at ``min(b_sat, vertex)``, where ``vertex``
-        is the batch of the quadratic's maximum when ``k2 < 0``.
-    infer_speedup : float
-        Ratio of the inference rate to the training rate at the same local batch.
-
-    Raises
-    ------
-    ValueError
-        If a coefficient is not finite, a parameter is out of range, or
-        ``gamma * max(1, lam) >= 2`` (then some multi-GPU placement would have a
-        non-positive processing rate in Eq. 5).
-    """
-
-    k0: float
-    k1: float
-    k2: float
-    gamma: float = 0.0
-    lam: float = 1.0
-    nu: float = 0.0
-    b_min: float = 0.0
-    b_sat: float = math.inf
-    infer_speedup: float = 1.0
-
-    def __post_init__(self) -> None:
-        for name in ("k0", "k1", "k2", "gamma", "lam", "nu", "b_min", "infer_speedup"):
-            _check_finite(name, getattr(self, name))
-        if self.gamma < 0:
-            raise ValueError(f"gamma = {self.gamma}: must be >= 0")
-        if self.lam < 0:
-            raise ValueError(f"lam = {self.lam}: must be >= 0")
-        if self.gamma * max(1.0, self.lam) >= 2.0:
-            raise ValueError(
-                f"gamma = {self.gamma}, lam = {self.lam}: gamma * max(1, lam) must be < 2, "
-                "otherwise a 2-GPU placement has a non-positive processing rate (Eq. 5)"
-            )
-        if self.nu < 0:
-            raise ValueError(f"nu = {self.nu}: must be >= 0")
-        if self.b_min < 0:
-            raise ValueError(f"b_min = {self.b_min}: must be >= 0")
-        if not self.b_sat > self.b_min:
-            raise ValueError(f"b_sat = {self.b_sat}: must be > b_min = {self.b_min}")
-        if self.infer_speedup <= 0:
-            raise ValueError(f"infer_speedup = {self.infer_speedup}: must be > 0")
-        if not self._positive_on_trusted_range():
-            raise ValueError(
-                f"k0 = {self.k0}, k1 = {self.k1}, k2 = {self.k2}: the single-GPU rate must be "
-                f"positive for every local batch in ({self.b_min}, {self.saturation_batch}]"
-            )
-
-    def _positive_on_trusted_range(self) -> bool:
-        lo, hi = self.b_min, self.saturation_batch
-        # Just above lo (the ramp below b_min is positive iff q(b_min) is).
-        if lo > 0:
-            if self.quadratic(lo) <= 0:
-                return False
-        elif self.k0 < 0 or (self.k0 == 0 and self.k1 <= 0):
-            return False
-        if math.isfinite(hi) and self.quadratic(hi) <= 0:
-            return False
-        if self.k2 > 0:  # convex: the minimum may sit at the vertex
-            vertex = -self.k1 / (2.0 * self.k2)
-            if lo < vertex < hi and self.quadratic(vertex) <= 0:
-                return False
-        elif not math.isfinite(hi) and self.k2 == 0 and self.k1 < 0:
-            return False
-        return True
-
-    @property
-    def saturation_batch(self) -> float:
-        """Local batch beyond which the single-GPU rate stays flat (``inf`` if never)."""
-        vertex = -self.k1 / (2.0 * self.k2) if self.k2 < 0 else math.inf
-        return max(min(self.b_sat, vertex), self.b_min)
-
-    def quadratic(self, b: float) -> float:
-        """The bare polynomial of Eq. 7 at ``b``, without the plateau and ramp."""
-        return self.k0 + self.k1 * b + self.k2 * b * b
-
-    def replace(self, **changes: Any) -> ModelCoefficients:
-        """Return a copy with some fields changed (validated again)."""
-        return dataclasses.replace(self, **changes)
-
-    def to_dict(self) -> dict[str, float]:
-        """Field values as a JSON-ready mapping (``inf`` written as ``None``)."""
-        out: dict[str, Any] = dataclasses.asdict(self)
-        if math.isinf(out["b_sat"]):
-            out["b_sat"] = None
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ModelCoefficients:
-        """Build from :meth:`to_dict` output; unknown keys are an error."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(
-                f"unknown coefficient field(s) {sorted(unknown)}: expected {sorted(known)}"
-            )
-        values = dict(data)
-        if values.get("b_sat", math.inf) is None:
-            values["b_sat"] = math.inf
-        return cls(**{k: float(v) for k, v in values.items()})
-
 
 @dataclass(frozen=True)
 class Platform:
@@ -236,7 +91,7 @@ class Platform:
             raise ValueError(
                 f"platform.gpus_per_node = {self.gpus_per_node}: must be an integer >= 1"
             )
-        _check_finite("platform.theta", self.theta)
+        check_finite("platform.theta", self.theta)
         if self.theta < 0:
             raise ValueError(f"platform.theta = {self.theta}: must be >= 0")
 
@@ -297,8 +152,8 @@ class Task:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"task.kind = {self.kind!r}: expected one of {KINDS}")
-        _check_finite("task.batch", self.batch)
-        _check_finite("task.iterations", self.iterations)
+        check_finite("task.batch", self.batch)
+        check_finite("task.iterations", self.iterations)
         if self.batch <= 0:
             raise ValueError(f"task.batch = {self.batch}: must be > 0")
         if self.iterations <= 0:
@@ -472,106 +327,8 @@ def ect_deadline(arrival: float, qos_class: QosClass, solo: float) -> float:
     Eq. 9 gives e relative to the task (a multiple of its solo latency) while Eq. 12
     compares it with ``t_curr + l``, an absolute time; we read the deadline as the
     arrival time plus e. An urgent task's deadline is its arrival: it can never be met
-    and is always counted as missed (see :func:`qos_guarantee_pct`), as the paper says.
+    and is always counted as missed (see
+    :func:`dlsched.problems.schedule_metrics.qos_guarantee_pct`), as the paper says.
     """
-    _check_finite("arrival", arrival)
+    check_finite("arrival", arrival)
     return arrival + ect(qos_class, solo)
-
-
-# --------------------------------------------------------------------------- Eqs. 14-16
-
-
-def _as_1d(name: str, values: ArrayLike) -> np.ndarray:
-    arr = np.asarray(values, dtype=float)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError(f"{name} is empty: at least one task is needed")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(
-            f"{name} holds a non-finite value at index {int(np.argmin(np.isfinite(arr)))}"
-        )
-    return arr
-
-
-def _same_length(**arrays: np.ndarray) -> None:
-    lengths = {k: v.size for k, v in arrays.items()}
-    if len(set(lengths.values())) != 1:
-        raise ValueError(f"arrays differ in length: {lengths}")
-
-
-def qos_guarantee_pct(arrival: ArrayLike, finish: ArrayLike, deadline: ArrayLike) -> float:
-    """QoS-guarantee percentage (Eq. 14), in percent.
-
-    A task counts as met when ``finish <= deadline`` and its deadline lies after its
-    arrival; a deadline equal to the arrival is an urgent task (e = 0), always missed.
-    """
-    arr = _as_1d("arrival", arrival)
-    fin = _as_1d("finish", finish)
-    dl = _as_1d("deadline", deadline)
-    _same_length(arrival=arr, finish=fin, deadline=dl)
-    met = (fin <= dl) & (dl > arr)
-    return 100.0 * float(np.count_nonzero(met)) / met.size
-
-
-def normalized_latency(start: ArrayLike, finish: ArrayLike, solo: ArrayLike) -> np.ndarray:
-    """Normalized latency ``L_wall / Lat(t, <1,1>)`` of each task (Eq. 16).
-
-    Reading: ``L_wall`` is "the walltime of the task under a selected placement during
-    runtime", so ``finish - start`` (waiting excluded). Pass arrivals as ``start`` for
-    the waiting-inclusive variant.
-    """
-    st = _as_1d("start", start)
-    fin = _as_1d("finish", finish)
-    so = _as_1d("solo", solo)
-    _same_length(start=st, finish=fin, solo=so)
-    if np.any(fin < st):
-        i = int(np.argmax(fin < st))
-        raise ValueError(f"task {i}: finish = {fin[i]} < start = {st[i]}")
-    if np.any(so <= 0):
-        i = int(np.argmax(so <= 0))
-        raise ValueError(f"task {i}: solo latency = {so[i]}: must be > 0")
-    return (fin - st) / so
-
-
-def average_normalized_latency(start: ArrayLike, finish: ArrayLike, solo: ArrayLike) -> float:
-    """Average normalized latency (Eq. 15): the mean of :func:`normalized_latency`."""
-    return float(np.mean(normalized_latency(start, finish, solo)))
-
-
-def makespan(arrival: ArrayLike, finish: ArrayLike) -> float:
-    """Makespan: last completion minus first arrival (our reading of the paper's M)."""
-    arr = _as_1d("arrival", arrival)
-    fin = _as_1d("finish", finish)
-    _same_length(arrival=arr, finish=fin)
-    return float(fin.max() - arr.min())
-
-
-# --------------------------------------------------------------------------- defaults
-
-
-def _iter_models(data: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    models = data.get("models")
-    if not isinstance(models, Mapping):
-        raise ValueError(f"{_COEFFICIENT_FILE}: missing object 'models'")
-    yield from models.items()
-
-
-def load_default_coefficients() -> dict[str, ModelCoefficients]:
-    """Shipped coefficients of the six Table-3 models (``solver/data/genie_coefficients.json``).
-
-    Returns
-    -------
-    dict[str, ModelCoefficients]
-        Keyed by :data:`TABLE3_MODELS` names. Where each number comes from is recorded
-        in the JSON file and in ``docs/genie-model.md``.
-    """
-    text = (resources.files("dlsched") / "data" / _COEFFICIENT_FILE).read_text(encoding="utf-8")
-    data = json.loads(text)
-    out: dict[str, ModelCoefficients] = {}
-    for name, entry in _iter_models(data):
-        try:
-            out[name] = ModelCoefficients.from_dict(entry["coefficients"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"{_COEFFICIENT_FILE}: model {name!r}: {exc}") from exc
-    return out

@@ -42,7 +42,8 @@ import pandas as pd
 from numpy.typing import ArrayLike
 from scipy.optimize import lsq_linear
 
-from .model import KINDS, ModelCoefficients, Shape, comm, single_gpu_rate
+from .coefficients import ModelCoefficients
+from .model import KINDS, Shape, comm, single_gpu_rate
 
 __all__ = [
     "OPTIONAL_COLUMNS",

@@ -1,0 +1,49 @@
+"""GENIE's rate model (``"genie"``): a job's work and slowdown from its latency (Eq. 4).
+
+Work = Lat(t, <1,1>), rate = Lat(t, <1,1>) / Lat(t, s) on the symmetric shape s of the
+job's GPUs per server, so a job alone finishes after exactly Lat(t, s).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ...errors import InputError
+from ..rates import GroupLocality, register_locality
+from .model import Shape, latency
+from .params import parse_genie_params, task_of
+
+if TYPE_CHECKING:
+    from ...instance import Instance
+    from ...jobs import Job
+    from ..rates import SpeedModel
+
+
+class GenieLocality(GroupLocality):
+    """Locality model ``"genie"``: latency ratios of symmetric shapes (module docstring)."""
+
+    group = "gpu_node"
+    work_is_duration = False
+    packable = False
+
+    def __init__(self, speed: SpeedModel, workload: Instance) -> None:
+        super().__init__(speed, workload)
+        self._coefficients = parse_genie_params(workload.params).coefficients
+
+    def work(self, job: Job) -> float:
+        """Lat(t, <1,1>): the job's latency on one GPU."""
+        return latency(self._coefficients[job.model], task_of(job), Shape(1, 1))
+
+    def counts_slowdown(self, job: Job, counts: np.ndarray) -> float:
+        if len(set(counts.tolist())) != 1:
+            raise InputError(f"job {job.id!r} placed asymmetrically ({counts.tolist()})",
+                             field="decision", fix="GENIE placements are symmetric shapes")
+        coef = self._coefficients[job.model]
+        task = task_of(job)
+        return latency(coef, task, Shape(len(counts), int(counts[0]))) / latency(
+            coef, task, Shape(1, 1))
+
+
+register_locality("genie", GenieLocality)
