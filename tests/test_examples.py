@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
@@ -39,3 +41,9 @@ def test_competition_with_an_external_solver(tmp_path):
     row = next(line for line in out.splitlines() if "external-first-fit" in line)
     assert row.split("|")[4].strip() == "1"  # its one answer is valid
     assert (tmp_path / "scores.csv").stat().st_size > 0
+
+
+def test_maskable_ppo_trains_on_the_registered_environment():
+    pytest.importorskip("sb3_contrib")
+    out = run("train_maskable_ppo.py", "--steps", "300")
+    assert "MaskablePPO after 300 steps: mean E" in out and "SPF" in out

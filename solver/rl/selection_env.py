@@ -17,7 +17,8 @@ Masking: ``info["action_mask"]`` marks the job slots that hold a job that fits n
 rule the learned policies follow inside the simulator, which cannot see future arrivals).
 An invalid action (an empty slot, a job that does not fit, or a masked φ) is a no-op with
 reward ``INVALID_PENALTY``; an episode is truncated after ``max_steps`` actions (default
-20 × jobs).
+20 × jobs). ``info["effectiveness_mean"]`` is the mean E over every job of the episode, a
+job not started by the truncation counting 0.
 """
 
 from __future__ import annotations
@@ -218,12 +219,18 @@ class JobSelectionEnv(gym.Env):
             [self.now - j.submit for j in shown], rest, self.window, self.job_features,
             self.gpus_per_server)
 
+    def action_masks(self) -> np.ndarray:
+        """The valid actions now (sb3-contrib's ``MaskablePPO`` reads this method)."""
+        return self.action_mask()
+
     def _info(self) -> dict[str, Any]:
-        done = [j for j in self.jobs if j.start is not None]
         info: dict[str, Any] = {"action_mask": self.action_mask(), "time": self.now,
                                 "started": self.started, "jobs": len(self.jobs)}
-        if done:
-            info["effectiveness_mean"] = float(np.mean([j.effectiveness for j in done]))
+        if self.jobs:
+            # over every job of the episode: one not started yet (a truncated episode)
+            # counts 0, so stalling never raises the score
+            info["effectiveness_mean"] = float(np.mean(
+                [j.effectiveness if j.start is not None else 0.0 for j in self.jobs]))
         if self.started == len(self.jobs) and self.jobs:
             info["makespan"] = max(j.end for j in self.jobs) - self.jobs[0].submit
             info["jct_mean"] = float(np.mean([j.end - j.submit for j in self.jobs]))
