@@ -16,11 +16,12 @@ import json
 from collections.abc import Callable
 from functools import cache
 from importlib import resources
-from typing import Any
-
-import fastjsonschema
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, field_path
+
+if TYPE_CHECKING:
+    from fastjsonschema import JsonSchemaValueException
 
 _FIXES = {
     "required": "add the missing field",
@@ -50,6 +51,8 @@ def schema(name: str) -> dict[str, Any]:
 def checker(name: str, definition: str | None = None) -> Callable[[Any], Any]:
     """The compiled check of the bundled schema ``name`` (or of its ``definitions`` entry
     ``definition``); it raises ``fastjsonschema.JsonSchemaValueException``."""
+    import fastjsonschema  # on first check: ``import dlsched`` does not load it
+
     root = schema(name)
     target = {**root, "$ref": f"#/definitions/{definition}"} if definition else root
     return fastjsonschema.compile(target, use_default=False, use_formats=False)
@@ -82,9 +85,12 @@ def check_against_schema(doc: Any, name: str, *, definition: str | None = None,
         The first violation found: the message says what is wrong, the field is its JSON
         path (e.g. ``jobs[3].num_gpus``), the fix says what to do.
     """
+    check = checker(name, definition)
+    from fastjsonschema import JsonSchemaValueException
+
     try:
-        checker(name, definition)(doc)
-    except fastjsonschema.JsonSchemaValueException as exc:
+        check(doc)
+    except JsonSchemaValueException as exc:
         keyword, message, key = _explain(exc)
         # fastjsonschema names the value "data.jobs[3].num_gpus"
         path = field_path(prefix) + (exc.name or "data").removeprefix("data")
@@ -94,7 +100,7 @@ def check_against_schema(doc: Any, name: str, *, definition: str | None = None,
                          fix=_FIXES.get(keyword, "see docs/formats.md")) from None
 
 
-def _explain(exc: fastjsonschema.JsonSchemaValueException) -> tuple[str, str, str | None]:
+def _explain(exc: JsonSchemaValueException) -> tuple[str, str, str | None]:
     """(keyword, one-line message, key below the reported path or None) of a violation."""
     rule, value, spec = exc.rule or "", exc.value, exc.definition or {}
     bound = exc.rule_definition
