@@ -43,7 +43,7 @@ from dlsched.topology import (
 
 from .trace_formats import read_raw_trace
 from .trace_reader import TraceTable
-from .traces import GPU_MEM_GB, GPU_TYPE, GPUS_PER_SERVER, workload_from_frame
+from .traces import GPU_MEM_GB, GPU_TYPE, workload_from_frame
 
 PROBLEMS = ("sched2", "horus")
 MIN_TARGET_LOAD = 0.01
@@ -248,4 +248,4 @@ def node_list_cluster(path: str | Path) -> Cluster:
     return Cluster(specs)
 
 
-__all__ = ["GPUS_PER_SERVER", "PROBLEMS", "import_trace", "node_list_cluster"]
+__all__ = ["PROBLEMS", "import_trace", "node_list_cluster"]
