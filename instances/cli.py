@@ -9,7 +9,7 @@ from dlsched.cli_support import EXIT_OK, seed_value
 from dlsched.files import check_output
 from dlsched.instance_io import save_instance
 
-from .trace_formats import GENERIC_KEYS, READERS
+from .trace_formats import FORMAT_NAMES, GENERIC_KEYS
 
 FORMATS_HELP = (
     "philly: Philly cluster_job_log JSON; dirlab (= helios): DIR-LAB CSV cuts of Philly / "
@@ -31,8 +31,8 @@ def add_commands(subparsers) -> None:
         description="Read a raw trace file and write a workload (instance file) for "
         "`dlsched simulate`. Prints what became of every column of the format, the rows "
         "left out and the cluster size. Formats: " + FORMATS_HELP + ".")
-    p.add_argument("format", metavar="FORMAT", choices=sorted(READERS),
-                   help="trace format: " + ", ".join(sorted(READERS)))
+    p.add_argument("format", metavar="FORMAT", choices=FORMAT_NAMES,
+                   help="trace format: " + ", ".join(FORMAT_NAMES))
     p.add_argument("file", metavar="FILE", help="the trace file")
     p.add_argument("-o", "--output", required=True,
                    help="workload file to write (.json or .json.gz)")
@@ -88,7 +88,7 @@ def report_lines(work, table, notes: list[str]) -> str:
     work
         The workload built.
     table
-        The reader's :class:`~dlsched.instances.trace_formats.TraceTable`.
+        The reader's :class:`~dlsched.instances.trace_reader.TraceTable`.
     notes
         Further notes of the import.
 
@@ -107,7 +107,8 @@ def report_lines(work, table, notes: list[str]) -> str:
         lines.append(f"left out: {n} rows: {reason}")
     if table.skipped:
         total = sum(table.skipped.values())
-        lines.append(f"skipped {total} malformed rows (first at lines "
+        where = "entries" if table.unit == "entry" else "lines"
+        lines.append(f"skipped {total} malformed rows (first at {where} "
                      f"{', '.join(map(str, table.first_skipped))}):")
         lines += [f"  {n} × {reason}" for reason, n in sorted(table.skipped.items())]
     lines += [f"note: {n}" for n in notes]

@@ -33,7 +33,7 @@ from dlsched.topology import homogeneous_cluster
 
 MIX_PER_5_NODES = (("resnet50", 4), ("inception3", 2), ("vgg16", 2))
 BANDWIDTH = {"vgg16": 0.4783, "resnet50": 0.0788, "inception3": 0.0189}
-"""From ``python -m dlsched.instances.derive.liquid_bandwidth`` (4 decimals)."""
+"""From ``python instances/derive/liquid_bandwidth.py`` (4 decimals)."""
 WORKER_GPU_MEM_GB = {"resnet50": 7.0, "inception3": 6.0, "vgg16": 10.0}
 PS = {"cpu": 2.0, "ram_gb": 8.0}
 WORKER = {"cpu": 4.0, "ram_gb": 16.0}

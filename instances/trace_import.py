@@ -1,7 +1,8 @@
 """A raw trace file → a simulator workload (``dlsched import-trace``).
 
 :func:`import_trace` reads the file with its format's reader
-(:mod:`dlsched.instances.trace_formats`), turns the rows into a workload with
+(:mod:`dlsched.instances.trace_formats`, read by
+:mod:`dlsched.instances.trace_reader`), turns the rows into a workload with
 :func:`dlsched.instances.traces.workload_from_frame` (the same seeded fills and cluster
 sizing as the committed trace workloads), then keeps the job fields the format carries
 (model, batch size, iterations, priority weight) and sets the cluster:
@@ -40,8 +41,9 @@ from dlsched.topology import (
     homogeneous_cluster,
 )
 
-from .trace_formats import TraceTable, read_raw_trace
-from .traces import GPU_MEM_GB, GPU_TYPE, GPUS_PER_SERVER, workload_from_frame
+from .trace_formats import read_raw_trace
+from .trace_reader import TraceTable
+from .traces import GPU_MEM_GB, GPU_TYPE, workload_from_frame
 
 PROBLEMS = ("sched2", "horus")
 MIN_TARGET_LOAD = 0.01
@@ -59,7 +61,7 @@ def import_trace(fmt: str, path: str | Path, *, problem: str = "sched2",
     Parameters
     ----------
     fmt
-        Format name (``dlsched.instances.trace_formats.READERS``).
+        Format name (``dlsched.instances.trace_formats.FORMAT_NAMES``).
     path
         The trace file.
     problem
@@ -246,4 +248,4 @@ def node_list_cluster(path: str | Path) -> Cluster:
     return Cluster(specs)
 
 
-__all__ = ["GPUS_PER_SERVER", "PROBLEMS", "import_trace", "node_list_cluster"]
+__all__ = ["PROBLEMS", "import_trace", "node_list_cluster"]

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
-from .files import read_json_as, write_json
+from .files import check_plain_values, read_json_as, write_json
 from .instance import Instance
 from .jobs import job_from_dict, running_from_dict
 from .problems import get_problem
@@ -17,7 +17,15 @@ from .topology import Cluster
 
 
 def instance_from_dict(doc: Any) -> Instance:
-    """Build an Instance from its file form, enforcing the schema and the problem's needs."""
+    """Build an Instance from its file form, enforcing the file limits on numbers and
+    nesting (:func:`dlsched.files.check_plain_values`), the schema and the problem's needs."""
+    check_plain_values(doc)
+    return _instance_from_checked(doc)
+
+
+def _instance_from_checked(doc: Any) -> Instance:
+    """:func:`instance_from_dict` of a document :func:`dlsched.files.read_json` read (its
+    numbers and nesting are already checked)."""
     check_against_schema(doc, "instance")
     if has_definition("params", doc["problem"]):
         check_against_schema(doc["params"], "params", definition=doc["problem"],
@@ -139,7 +147,7 @@ def load_instance(path: str | Path) -> Instance:
         lacks a field its problem needs, or its stated sha256 does not match; the
         one-line message names the file, the field and the fix.
     """
-    return read_json_as(path, instance_from_dict)
+    return read_json_as(path, _instance_from_checked)
 
 
 def save_instance(instance: Instance, path: str | Path) -> str:

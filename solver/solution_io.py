@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from .canonical import sha256_of
 from .decision import Decision, decision_from_dict
 from .errors import InputError
-from .files import read_json_as, write_json
+from .files import check_plain_values, read_json_as, write_json
 from .problems.base import get_problem
 from .schema_check import check_against_schema
 
@@ -61,7 +61,7 @@ def load_solution(path: str | Path, instance: Instance) -> Decision:
         The file breaks the schema, names another instance or problem, or carries a field
         its problem does not read; the one-line message names the file and the field.
     """
-    return read_json_as(path, lambda doc: solution_decision(doc, instance))
+    return read_json_as(path, lambda doc: _decision_from_checked(doc, instance))
 
 
 def solution_decision(doc: Any, instance: Instance) -> Decision:
@@ -85,8 +85,16 @@ def solution_decision(doc: Any, instance: Instance) -> Decision:
     Raises
     ------
     InputError
-        As :func:`load_solution`, without the file name.
+        As :func:`load_solution`, without the file name; also a number or nesting beyond
+        the file limits (:func:`dlsched.files.check_plain_values`).
     """
+    check_plain_values(doc)
+    return _decision_from_checked(doc, instance)
+
+
+def _decision_from_checked(doc: Any, instance: Instance) -> Decision:
+    """:func:`solution_decision` of a document :func:`dlsched.files.read_json` read (its
+    numbers and nesting are already checked)."""
     check_against_schema(doc, "solution")
     if doc["instance_sha256"] != instance.sha256:
         raise InputError(

@@ -10,7 +10,7 @@ import warnings
 from importlib import metadata
 
 PACKAGES = ("dlsched", "pulp", "highspy", "ortools", "pyscipopt", "numpy", "scipy", "pandas",
-            "networkx", "jsonschema", "matplotlib", "pyarrow", "torch", "gymnasium")
+            "networkx", "fastjsonschema", "matplotlib", "pyarrow", "torch", "gymnasium")
 """Distributions reported: this package, the solver back ends, then the libraries."""
 
 

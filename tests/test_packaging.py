@@ -22,6 +22,12 @@ PACKAGE_DIRS = {
     "dlsched.instances": ROOT / "instances",
     "dlsched.benchmarks": ROOT / "benchmarks",
 }
+SCRIPT_DIRS = (ROOT / "instances" / "derive",)
+"""Scripts kept in the repository that derived committed data; not installed."""
+
+
+def _package_files(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*.py") if not any(d in p.parents for d in SCRIPT_DIRS)]
 
 
 def test_wheel_installs_only_dlsched(tmp_path):
@@ -46,15 +52,16 @@ def test_wheel_installs_only_dlsched(tmp_path):
     # explicit ``packages`` list would be left out of the wheel silently)
     missing = sorted(name for name in (
         "/".join([*package.split("."), *path.relative_to(folder).parts])
-        for package, folder in PACKAGE_DIRS.items() for path in folder.rglob("*.py")
+        for package, folder in PACKAGE_DIRS.items() for path in _package_files(folder)
     ) if name not in names)
     assert not missing, f"not in the wheel (add the package to pyproject.toml): {missing}"
+    assert not [n for n in names if n.startswith("dlsched/instances/derive")]
 
 
 def _module_files() -> dict[str, Path]:
     modules: dict[str, Path] = {}
     for package, folder in PACKAGE_DIRS.items():
-        for path in folder.rglob("*.py"):
+        for path in _package_files(folder):
             rel = path.relative_to(folder).with_suffix("")
             parts = [p for p in rel.parts if p != "__init__"]
             name = ".".join([package, *parts])

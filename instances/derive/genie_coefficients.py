@@ -41,19 +41,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from dlsched.problems.genie.model import (  # noqa: E402
+from dlsched.problems.genie.coefficients import ModelCoefficients
+from dlsched.problems.genie.model import (
     TABLE3_MODELS,
-    ModelCoefficients,
     Shape,
     Task,
     processing_rate,
     single_gpu_rate,
 )
-from dlsched.problems.genie.profiler import FitError, fit_profile  # noqa: E402
+from dlsched.problems.genie.profiler import FitError, fit_profile
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 DEFAULT_INPUT = REPO_ROOT.parent / "shared/data/gavel_throughputs/simulation_throughputs.json"
 DEFAULT_OUTPUT = REPO_ROOT / "solver/data/genie_coefficients.json"

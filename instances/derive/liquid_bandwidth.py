@@ -9,7 +9,8 @@ different servers (within one rack: distance 1). We fit
 by least squares and take ``bandwidth = b / T(one server)``: the fraction of the job's
 co-located run time one separated PS-worker pair adds, per unit of distance.
 
-Run ``python -m dlsched.instances.derive.liquid_bandwidth`` to print the values as JSON.
+Run ``python instances/derive/liquid_bandwidth.py`` to print the values as JSON (the
+``bandwidth`` values are ``dlsched.instances.liquid_gen.BANDWIDTH``).
 """
 
 from __future__ import annotations
