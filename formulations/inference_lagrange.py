@@ -68,6 +68,7 @@ from dlsched.result import MethodOutput, Status
 from .inference_edf import edf_beam_schedule
 from .inference_improve import improve
 from .inference_scale import proven_optimal, quality_scale
+from .inference_warm import policy_schedule
 
 
 @dataclass
@@ -584,9 +585,7 @@ def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None =
     hint_name = options.get("hint", "heuristic")
     cand, cand_val, source = None, -1.0, ""
     if hint_name:
-        from dlsched.serve import make_policy, serve
-
-        cand = serve(instance, make_policy(str(hint_name))).decision()
+        cand = policy_schedule(instance, hint_name)
         cand_val, source = float(query_qualities(data, cand).sum()), f"policy {hint_name}"
     most = float(standalone_values(data, [0] * len(data.gpu_ids)).sum())
     if edf_beam and cand_val < most - 1e-9:  # else every query earns its most already

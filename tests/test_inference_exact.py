@@ -228,10 +228,11 @@ def test_exact_returns_its_warm_start_when_cp_sat_finds_nothing_in_time():
     # 50 congested queries: CP-SAT's presolve of the slot model outlasts a 5 s limit (it
     # returned no schedule although the heuristic's, a checked solution of the model, was
     # its hint); the answer is at least the heuristic's schedule, and says where it is from
-    from dlsched.serve import make_policy, serve
+    from dlsched.problems.inference.policies import HeuristicPolicy
+    from dlsched.serve import serve
 
     inst = _congested_window(50)
-    heuristic = serve(inst, make_policy("heuristic")).decision()
+    heuristic = serve(inst, HeuristicPolicy()).decision()
     res = solve(inst, "exact", time_limit=5.0)
     assert res.status.value in ("feasible", "optimal")
     assert validate(inst, res.decision).ok
