@@ -283,7 +283,7 @@ def test_edf_dp_time_limit_is_end_to_end():
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2"), ("p2", "p2")])
 def test_lagrangian_bound_is_above_the_brute_force_optimum_for_any_lambda(seed, gpus):
-    from dlsched.formulations.inference_lagrange import GpuPricer
+    from dlsched.formulations.inference_pricing import GpuPricer
     from dlsched.problems.inference import inference_data
 
     rng = np.random.default_rng(200 + seed)
@@ -326,7 +326,7 @@ def _plain_pricing(queries, gtype, lam, free=0) -> float:
 @pytest.mark.parametrize("gtype", ["p2", "g2"])
 def test_pricer_matches_the_plain_dp_over_several_blocks(seed, gtype):
     # 12 queries over ~1.5 s: the pricer's tables span several blocks of start times
-    from dlsched.formulations.inference_lagrange import PRICE_BLOCK, GpuPricer
+    from dlsched.formulations.inference_pricing import PRICE_BLOCK, GpuPricer
 
     rng = np.random.default_rng(900 + seed)
     queries = []
@@ -360,7 +360,7 @@ def test_pricer_by_hand_reuses_a_query_when_lambda_is_zero():
     # and again: tiny alone [0, 40), [40, 80), [80, 120) earns 0.5 + 0.5 + 0.5 · 40/60
     # (better than full [0, 100) then tiny [100, 140): 1 + 0.5 · 20/60; a fourth tiny
     # batch ends at the hard deadline and earns 0).
-    from dlsched.formulations.inference_lagrange import GpuPricer
+    from dlsched.formulations.inference_pricing import GpuPricer
     from dlsched.problems.inference import inference_data
 
     data = inference_data(tiny_instance([(0, 100, 160)]))
