@@ -57,7 +57,6 @@ import time
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
 from ortools.sat.python import cp_model
 
 from dlsched.errors import InputError
@@ -76,6 +75,7 @@ from .backend import Deadline, TimeUp
 from .cpsat_backend import model_size, run_cpsat
 from .inference_lagrange import lagrangian_bound
 from .inference_scale import proven_optimal, quality_scale
+from .inference_warm import policy_schedule
 from .symmetry_hints import chained_runs, relabel_in_runs
 
 
@@ -368,14 +368,16 @@ def run_exact(instance: Instance, *, backend: str | None = "cpsat",
               time_limit: float | None = 60.0, seed: int = 0, **options) -> MethodOutput:
     """The registered ``exact`` method.
 
-    Options: ``max_batches``; ``hint`` (a serving policy name, its schedule warm-starts
-    the solver); ``workers``; ``lagrange`` (default 0: off): that many subgradient
-    iterations of the Lagrangian bound (:mod:`.inference_lagrange`, at most a third of
+    Options: ``max_batches``; ``hint`` (a serving policy name, default ``heuristic``, null:
+    none; its schedule warm-starts the solver); ``workers``; ``gpu_free`` (per GPU, in
+    cluster order, the ms from which it is free, for a window that follows another as in
+    the ``exact-window`` oracle; default all 0); ``lagrange`` (default 0: off): that many
+    subgradient iterations of the Lagrangian bound (:mod:`.inference_lagrange`, at most a third of
     the time limit) first; its bound caps the objective (a valid cut), is reported when
     smaller than the solver's, and proves optimal a schedule that meets it; its repaired
     schedule is the warm start when better than the policy's.
     """
-    check_options(options, ("max_batches", "hint", "workers", "lagrange"))
+    check_options(options, ("max_batches", "hint", "workers", "lagrange", "gpu_free"))
     check_option_values(options, {"workers": ("int", 0, 1024), "max_batches": ("int", 1, None),
                                   "lagrange": ("int", 0, None), "hint": ("str", None, None)},
                         ("max_batches", "lagrange", "hint"))
@@ -383,23 +385,34 @@ def run_exact(instance: Instance, *, backend: str | None = "cpsat",
     hint_name = options.get("hint", "heuristic")
     hint = None
     data = inference_data(instance)
+    gpu_free = _gpu_free(options.get("gpu_free"), len(data.gpu_ids))
     if hint_name:
-        from dlsched.serve import make_policy, serve
-
-        hint = serve(instance, make_policy(str(hint_name))).decision()
+        hint = policy_schedule(instance, hint_name)
     upper = None
     iterations = int(options.get("lagrange", 0) or 0)
     if iterations and data.num_queries:
         hint_val = -1.0 if hint is None else float(query_qualities(data, hint).sum())
         share = None if time_limit is None else min(time_limit / 3, deadline.remaining())
-        lag = lagrangian_bound(data, lower=max(hint_val, 0.0), iterations=iterations,
-                               time_limit=share, repair_every=10)
+        lag = lagrangian_bound(data, gpu_free=gpu_free, lower=max(hint_val, 0.0),
+                               iterations=iterations, time_limit=share, repair_every=10)
         upper = lag.bound
         if lag.decision is not None and lag.value > hint_val:
             hint = lag.decision
     return solve_window(instance, time_limit=deadline.remaining(), seed=seed,
                         max_batches=options.get("max_batches"), hint=hint,
-                        workers=int(options.get("workers", 1)), upper=upper)
+                        workers=int(options.get("workers", 1)), gpu_free=gpu_free,
+                        upper=upper)
+
+
+def _gpu_free(value: object, num_gpus: int) -> list[int] | None:
+    """Option ``gpu_free`` checked: ``None``, or one integer ms >= 0 per GPU."""
+    if value is None:
+        return None
+    if (not isinstance(value, list | tuple) or len(value) != num_gpus
+            or any(type(v) is not int or v < 0 for v in value)):
+        raise InputError(f"gpu_free = {value!r}"[:80], field="options.gpu_free",
+                         fix=f"give {num_gpus} integers >= 0 (ms), one per GPU in cluster order")
+    return list(value)
 
 
 register_method(MethodSpec(
@@ -408,4 +421,3 @@ register_method(MethodSpec(
     summary="offline window optimum: slot model, CP-SAT (Σ Q exact at the chosen scale)",
 ))
 
-_ = np  # numpy is used through InferenceData arrays

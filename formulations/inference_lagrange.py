@@ -26,7 +26,7 @@ steps without a lower L; the bound reported is the smallest L(λ) seen (each one
 Why not the usual Polyak step toward a known schedule's value: measured on congested
 200-query, 2-GPU windows, its steps were too short, and it ended with worse bounds and,
 through the repairs made from λ, worse schedules.
-**Column generation** then moves λ further (:func:`column_generation_bound`; on by default).
+**Column generation** then moves λ further (:mod:`.inference_colgen`; on by default).
 The best L(λ) over λ equals the value of the LP over per-GPU batch sequences (the ones the
 DP above prices: max Σ_c v_c x_c with each query used at most once in total and at most
 as many sequences per GPU group as it has GPUs), and subgradient steps stall above it:
@@ -55,19 +55,20 @@ import numpy as np
 from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.problems.inference import (
-    Batch,
     InferenceData,
     InferenceDecision,
     inference_data,
     query_qualities,
-    utility,
 )
 from dlsched.registry import BOOL, MethodSpec, check_option_values, check_options, register_method
 from dlsched.result import MethodOutput, Status
 
+from .inference_colgen import column_generation_bound
 from .inference_edf import edf_beam_schedule
 from .inference_improve import improve
+from .inference_pricing import GpuPricer, repair_schedule, standalone_values
 from .inference_scale import proven_optimal, quality_scale
+from .inference_warm import policy_schedule
 
 
 @dataclass
@@ -86,133 +87,6 @@ class LagrangeResult:
     lp_value: float | None = None  # the last master LP's value (None: not solved)
 
 
-@dataclass(frozen=True)
-class _Config:
-    model: int
-    size: int  # table size B_s
-    dur: int
-    kappa: float
-
-
-def _configs(data: InferenceData, t: int) -> list[_Config]:
-    out = []
-    for m in range(len(data.models)):
-        for s, b in enumerate(data.batch_sizes):
-            d = int(data.delay[m, t, s])
-            if d >= 0:
-                out.append(_Config(m, int(b), d, float(data.kappa[m])))
-    return out
-
-
-PRICE_BLOCK = 256
-"""Start times per block of the pricer's tables: each block keeps only the queries that can
-earn something in it (arrived by its end, not past their hard deadline at its start)."""
-
-
-class GpuPricer:
-    """P_g(λ) for one GPU type and free time, with the batches of its best sequence.
-
-    The batch values are computed per block of :data:`PRICE_BLOCK` start times over the
-    queries that can be positive there (any other has reduced value ≤ 0 for λ ≥ 0), and the
-    backward DP runs on runs of start times shorter than the shortest batch: there every
-    batch ends after the run, so the run's values are a suffix maximum of known terms.
-    """
-
-    def __init__(self, data: InferenceData, gpu_type: int, free: int) -> None:
-        self.data = data
-        self.configs = _configs(data, gpu_type)
-        self.t_lo = max(int(data.arrival.min()), int(free))
-        self.t_end = int(data.hard.max())
-        n = data.num_queries
-        times = np.arange(self.t_lo, max(self.t_end, self.t_lo) + 1, dtype=np.int64)
-        self.times = times
-        self.durs = np.array([c.dur for c in self.configs], dtype=np.int64)
-        # per config, per block of start times: (first row, queries that can be positive,
-        # κ V_q(t + D_c) on those rows and queries, -inf where q has not arrived by t)
-        self.blocks: list[list[tuple[int, np.ndarray, np.ndarray]]] = []
-        for c in self.configs:
-            rows = []
-            for lo in range(0, times.size, PRICE_BLOCK):
-                t = times[lo:lo + PRICE_BLOCK]
-                cols = np.flatnonzero((data.arrival <= t[-1]) & (data.hard > t[0] + c.dur))
-                v = c.kappa * utility(t[:, None] + c.dur, data.soft[None, cols],
-                                      data.hard[None, cols])
-                rows.append((lo, cols, np.where(data.arrival[None, cols] <= t[:, None], v,
-                                                -np.inf)))
-            self.blocks.append(rows)
-        self.n = n
-
-    def values(self, ci: int, i: int) -> np.ndarray:
-        """κ V_q(t_i + D_c) of every query for config ``ci`` at start row ``i`` (-inf for
-        queries not arrived by then, 0 for those it cannot earn anything)."""
-        out = np.zeros(self.n)
-        out[self.data.arrival > self.times[i]] = -np.inf
-        lo, cols, v = self.blocks[ci][i // PRICE_BLOCK]
-        out[cols] = v[i - lo]
-        return out
-
-    def batch_values(self, lam: np.ndarray) -> np.ndarray:
-        """w[c, t]: the sum of the ``B_c`` largest positive κ V_q(t + D_c) − λ_q."""
-        w = np.zeros((len(self.configs), self.times.size))
-        for ci, c in enumerate(self.configs):
-            for lo, cols, v in self.blocks[ci]:
-                if cols.size == 0:
-                    continue
-                pos = np.maximum(v - lam[cols][None, :], 0.0)
-                if c.size < cols.size:
-                    pos = np.partition(pos, cols.size - c.size, axis=1)[:, cols.size - c.size:]
-                w[ci, lo:lo + pos.shape[0]] = pos.sum(axis=1)
-        return w
-
-    def price(self, lam: np.ndarray) -> tuple[float, list[tuple[int, int, np.ndarray]]]:
-        """(P(λ), the best sequence as [(start, config index, member indices)])."""
-        T = self.times.size
-        w = self.batch_values(lam)
-        value = np.zeros(T + 1)  # value[i] = V(times[i]); value[T] = 0 (t past the end)
-        choice = np.full(T, -1, dtype=np.int64)
-        run = max(1, int(self.durs.min()))
-        for hi in range(T, 0, -run):
-            lo = max(0, hi - run)
-            idx = np.arange(lo, hi)
-            cand = w[:, lo:hi] + value[np.minimum(idx[None, :] + self.durs[:, None], T)]
-            k = np.argmax(cand, axis=0)
-            best = cand[k, idx - lo]
-            # value[i] = max(value[i + 1], best[i]): a suffix maximum over the run
-            value[lo:hi] = np.maximum.accumulate(np.append(best, value[hi])[::-1])[::-1][:-1]
-            after = value[lo + 1:hi + 1]
-            choice[lo:hi] = np.where(best > after, k, -1)
-        seq = []
-        i = 0
-        while i < T:
-            k = int(choice[i])
-            if k < 0:
-                i += 1
-                continue
-            c = self.configs[k]
-            red = self.values(k, i) - lam
-            order = np.argsort(-red, kind="stable")[:c.size]
-            members = order[red[order] > 0]
-            seq.append((int(self.times[i]), k, members))
-            i += c.dur
-        return float(value[0]), seq
-
-
-def standalone_values(data: InferenceData, free: list[int]) -> np.ndarray:
-    """The most each query can earn: started at its arrival (or when a GPU is free) with the
-    shortest duration any size of a model has on that GPU (V never rises with time)."""
-    out = np.zeros(data.num_queries)
-    for g in range(len(data.gpu_ids)):
-        t = int(data.gpu_type[g])
-        start = np.maximum(data.arrival, int(free[g]))
-        for m in range(len(data.models)):
-            ok = data.delay[m, t][data.delay[m, t] >= 0]
-            if ok.size == 0:
-                continue
-            d = int(ok.min())
-            out = np.maximum(out, data.kappa[m] * utility(start + d, data.soft, data.hard))
-    return out
-
-
 STALL_ITERATIONS = 10
 """Subgradient steps without a better bound after which the step factor μ is halved
 (measured: 5 halved μ too early on congested windows; 20 was no better than 10)."""
@@ -229,8 +103,8 @@ def lagrangian_bound(data: InferenceData, *, gpu_free: list[int] | None = None,
     ``lower`` (a known feasible Σ Q) stops the iterations once the bound meets it; it
     does not affect the steps or the bound's validity.
     ``time_limit`` is wall-clock seconds (checked between iterations). With
-    ``column_generation``, :func:`column_generation_bound` (at most ``cg_iterations``
-    rounds) takes the time the subgradient steps leave: they go first and stop by
+    ``column_generation``, :func:`.inference_colgen.column_generation_bound` (at most
+    ``cg_iterations`` rounds) takes the time the subgradient steps leave: they go first and stop by
     themselves once stalled (measured: 50-query, 2-GPU congested windows after ~300 steps,
     7 s; on the congested 200-query windows 1750, 2000 and 2500 of the default benchmark
     the 300 steps take ~20 s, and column generation then reaches the LP value of window
@@ -314,190 +188,6 @@ def lagrangian_bound(data: InferenceData, *, gpu_free: list[int] | None = None,
     repairs.sort(key=lambda r: -r[0])
     return LagrangeResult(best + slack, best_lam, it, time.process_time() - t0, history,
                           best_dec, best_val, repairs, cg_rounds, lp_value)
-
-
-SMOOTHING = 0.8
-"""Column generation prices at SMOOTHING · λ_best + (1 − SMOOTHING) · λ_LP. Measured on a
-congested 50-query, 2-GPU window: unsmoothed, 1,325 rounds in 120 s without converging;
-smoothed, 208 rounds in 11 s to the LP value."""
-
-
-@dataclass
-class ColumnGenerationResult:
-    """The best bound priced, its λ, the rounds, the last master LP value and the bound
-    after each round."""
-
-    bound: float
-    lam: np.ndarray
-    iterations: int
-    lp_value: float | None
-    history: list[float]
-
-
-def _sequence_column(data: InferenceData, pricer: GpuPricer,
-                     seq: list[tuple[int, int, np.ndarray]]) -> tuple[np.ndarray, float]:
-    """(how often the sequence uses each query, its Σ Q counting every use)."""
-    uses = np.zeros(data.num_queries)
-    value = 0.0
-    for start, k, members in seq:
-        c = pricer.configs[k]
-        q = np.asarray(members, dtype=np.int64)
-        np.add.at(uses, q, 1.0)
-        value += float((c.kappa * utility(start + c.dur, data.soft[q], data.hard[q])).sum())
-    return uses, value
-
-
-class _Master:
-    """The restricted master LP, kept in one HiGHS model: max Σ v_c x_c over the sequences
-    added so far, each query used at most once, each GPU group at most its GPU count.
-    A new column re-solves from the last basis (a few simplex steps, not a fresh solve)."""
-
-    def __init__(self, n: int, counts: np.ndarray) -> None:
-        import highspy
-
-        self.n = n
-        self.columns = 0
-        self.highs = highspy.Highs()
-        self.highs.setOptionValue("output_flag", False)
-        self.highs.setOptionValue("threads", 1)
-        self.highs.setOptionValue("presolve", "off")  # keeps the basis between solves
-        self.highs.setOptionValue("simplex_strategy", 4)  # primal: a new column keeps it feasible
-        rows = n + counts.size
-        none = np.zeros(0, dtype=np.int32)
-        self.highs.addRows(rows, np.full(rows, -highspy.kHighsInf),
-                           np.concatenate([np.ones(n), counts]), 0, none, none, np.zeros(0))
-        self.highs.changeObjectiveSense(highspy.ObjSense.kMaximize)
-        self._optimal = highspy.HighsModelStatus.kOptimal
-        self._reset = highspy.Highs.resetGlobalScheduler
-
-    def add(self, uses: np.ndarray, value: float, group: int) -> None:
-        rows = np.flatnonzero(uses)
-        index = np.append(rows, self.n + group).astype(np.int32)
-        coef = np.append(uses[rows], 1.0)
-        self.highs.addCol(float(value), 0.0, np.inf, index.size, index, coef)
-        self.columns += 1
-
-    def solve(self) -> tuple[float, np.ndarray, np.ndarray] | None:
-        """(LP value, query duals, GPU-group duals; duals ≥ 0) or None when HiGHS does not
-        reach an optimum."""
-        self._reset(True)  # another HiGHS user in this process may have set other threads
-        self.highs.run()
-        if self.highs.getModelStatus() != self._optimal:
-            return None
-        duals = np.maximum(np.asarray(self.highs.getSolution().row_dual, float), 0.0)
-        return float(self.highs.getInfo().objective_function_value), duals[:self.n], \
-            duals[self.n:]
-
-
-def column_generation_bound(data: InferenceData, pricers: dict[tuple[int, int], GpuPricer],
-                            groups: dict[tuple[int, int], int], lam0: np.ndarray, *,
-                            lower: float = 0.0, time_limit: float | None = None,
-                            iterations: int = 3000,
-                            columns: list[tuple[tuple[int, int], list]] | None = None
-                            ) -> ColumnGenerationResult:
-    """Move λ toward the LP optimum of per-GPU sequences (module docstring).
-
-    ``groups`` maps each pricer's key to its number of GPUs; ``lam0`` is where pricing
-    starts (the subgradient's best λ); ``columns`` are sequences already priced, as
-    (pricer key, sequence) pairs (the subgradient steps'), which start the master.
-    Every bound in the result is L(λ) at a priced λ ≥ 0.
-    """
-    wall0 = time.perf_counter()
-    n = data.num_queries
-    keys = list(groups)
-    counts = np.array([groups[k] for k in keys], dtype=float)
-    master = _Master(n, counts)
-    best, best_lam = np.inf, np.maximum(np.asarray(lam0, float), 0.0)
-    lam_lp, pi = best_lam.copy(), np.zeros(len(keys))
-    lp_value: float | None = None
-    history: list[float] = []
-    rounds = 0
-    seen = set()
-    for key, seq in columns or []:
-        if not seq:
-            continue
-        sig = (key, tuple((st, k, tuple(m)) for st, k, m in seq))
-        if sig in seen:
-            continue
-        seen.add(sig)
-        uses, value = _sequence_column(data, pricers[key], seq)
-        master.add(uses, value, keys.index(key))
-    solved = master.solve() if master.columns else None
-    if solved is not None:
-        lp_value, lam_lp, pi = solved
-
-    def price(lam: np.ndarray, seed: bool = False) -> int:
-        """Price every group at λ, keep the bound, add the sequences that improve the
-        master at its current duals (``seed``: every non-empty one); returns how many
-        were added."""
-        nonlocal best, best_lam
-        total = float(lam.sum())
-        found = []
-        for gi, key in enumerate(keys):
-            val, seq = pricers[key].price(lam)
-            total += counts[gi] * val
-            found.append((gi, seq))
-        history.append(total)
-        if total < best:
-            best, best_lam = total, lam.copy()
-        added = 0
-        for gi, seq in found:
-            uses, value = _sequence_column(data, pricers[keys[gi]], seq)
-            if (seed and seq) or value - float(uses @ lam_lp) > pi[gi] + 1e-7:
-                master.add(uses, value, gi)
-                added += 1
-        return added
-
-    while rounds < iterations:
-        if time_limit is not None and time.perf_counter() - wall0 > time_limit:
-            break
-        rounds += 1
-        smoothed = lp_value is not None
-        point = SMOOTHING * best_lam + (1 - SMOOTHING) * lam_lp if smoothed else lam_lp
-        added = price(point, seed=not smoothed)
-        if not added and smoothed:
-            added = price(lam_lp)
-        if not added and not master.columns:  # nothing priced positive at λ0: seed at λ = 0
-            added = price(np.zeros(n), seed=True)
-        if not added or best - lower <= 1e-9:
-            break
-        solved = master.solve()
-        if solved is None:
-            break  # the bound so far stays valid; only where to price is lost
-        lp_value, lam_lp, pi = solved
-        if best - lp_value <= 1e-7:
-            break
-    return ColumnGenerationResult(best, best_lam, rounds, lp_value, history)
-
-
-BIG = 1e9  # λ of a query already served: its reduced value is never positive
-
-
-def repair_schedule(data: InferenceData, pricers: dict[tuple[int, int], GpuPricer],
-                    lam: np.ndarray, gpu_free: list[int]) -> InferenceDecision:
-    """A feasible schedule from λ: GPUs in order, each takes its best sequence at λ with
-    the queries already served excluded; a query repeated within one sequence keeps its
-    first batch; every batch is then left-shifted (start = max(GPU free, last arrival))."""
-    lam = lam.copy()
-    out: list[Batch] = []
-    for g in range(len(data.gpu_ids)):
-        t = int(data.gpu_type[g])
-        pricer = pricers[t, int(gpu_free[g])]
-        _v, seq = pricer.price(lam)
-        free = int(gpu_free[g])
-        taken: set[int] = set()
-        for _start, k, members in seq:
-            qs = tuple(sorted(int(q) for q in members if int(q) not in taken))
-            if not qs:
-                continue
-            taken.update(qs)
-            c = pricer.configs[k]
-            d = data.duration(c.model, t, len(qs))
-            s0 = max(free, max(int(data.arrival[q]) for q in qs))
-            out.append(Batch(data.gpu_ids[g], data.models[c.model], s0, s0 + int(d), qs))
-            free = s0 + int(d)
-        lam[list(taken)] = BIG
-    return InferenceDecision(batches=tuple(out))
 
 
 def _distinct(rows: list[tuple[float, InferenceDecision]]):
@@ -584,9 +274,7 @@ def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None =
     hint_name = options.get("hint", "heuristic")
     cand, cand_val, source = None, -1.0, ""
     if hint_name:
-        from dlsched.serve import make_policy, serve
-
-        cand = serve(instance, make_policy(str(hint_name))).decision()
+        cand = policy_schedule(instance, hint_name)
         cand_val, source = float(query_qualities(data, cand).sum()), f"policy {hint_name}"
     most = float(standalone_values(data, [0] * len(data.gpu_ids)).sum())
     if edf_beam and cand_val < most - 1e-9:  # else every query earns its most already

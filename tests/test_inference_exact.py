@@ -228,10 +228,11 @@ def test_exact_returns_its_warm_start_when_cp_sat_finds_nothing_in_time():
     # 50 congested queries: CP-SAT's presolve of the slot model outlasts a 5 s limit (it
     # returned no schedule although the heuristic's, a checked solution of the model, was
     # its hint); the answer is at least the heuristic's schedule, and says where it is from
-    from dlsched.serve import make_policy, serve
+    from dlsched.problems.inference.policies import HeuristicPolicy
+    from dlsched.serve import serve
 
     inst = _congested_window(50)
-    heuristic = serve(inst, make_policy("heuristic")).decision()
+    heuristic = serve(inst, HeuristicPolicy()).decision()
     res = solve(inst, "exact", time_limit=5.0)
     assert res.status.value in ("feasible", "optimal")
     assert validate(inst, res.decision).ok
@@ -282,7 +283,7 @@ def test_edf_dp_time_limit_is_end_to_end():
 @pytest.mark.parametrize("seed", range(5))
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2"), ("p2", "p2")])
 def test_lagrangian_bound_is_above_the_brute_force_optimum_for_any_lambda(seed, gpus):
-    from dlsched.formulations.inference_lagrange import GpuPricer
+    from dlsched.formulations.inference_pricing import GpuPricer
     from dlsched.problems.inference import inference_data
 
     rng = np.random.default_rng(200 + seed)
@@ -325,7 +326,7 @@ def _plain_pricing(queries, gtype, lam, free=0) -> float:
 @pytest.mark.parametrize("gtype", ["p2", "g2"])
 def test_pricer_matches_the_plain_dp_over_several_blocks(seed, gtype):
     # 12 queries over ~1.5 s: the pricer's tables span several blocks of start times
-    from dlsched.formulations.inference_lagrange import PRICE_BLOCK, GpuPricer
+    from dlsched.formulations.inference_pricing import PRICE_BLOCK, GpuPricer
 
     rng = np.random.default_rng(900 + seed)
     queries = []
@@ -359,7 +360,7 @@ def test_pricer_by_hand_reuses_a_query_when_lambda_is_zero():
     # and again: tiny alone [0, 40), [40, 80), [80, 120) earns 0.5 + 0.5 + 0.5 · 40/60
     # (better than full [0, 100) then tiny [100, 140): 1 + 0.5 · 20/60; a fourth tiny
     # batch ends at the hard deadline and earns 0).
-    from dlsched.formulations.inference_lagrange import GpuPricer
+    from dlsched.formulations.inference_pricing import GpuPricer
     from dlsched.problems.inference import inference_data
 
     data = inference_data(tiny_instance([(0, 100, 160)]))

@@ -13,7 +13,7 @@ from dlsched.validate import validate
 torch = pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 
-from dlsched.rl.inference_policy import (  # noqa: E402
+from dlsched.heuristics.inference_pg import (  # noqa: E402
     SHIPPED,
     Featurizer,
     PGPolicy,
@@ -22,15 +22,13 @@ from dlsched.rl.inference_policy import (  # noqa: E402
     read_weights,
     shipped_weights,
 )
-from dlsched.rl.inference_train import (  # noqa: E402
+from dlsched.rl.inference_episodes import (  # noqa: E402
     TrainConfig,
-    _Labeller,
-    discounted,
-    rewards_of,
-    train,
     training_episodes,
     validation_episodes,
 )
+from dlsched.rl.inference_teachers import _Labeller  # noqa: E402
+from dlsched.rl.inference_train import discounted, rewards_of, train  # noqa: E402
 
 TINY = TrainConfig(episodes=1, episode_minutes=0.5, val_episodes=1, iterations=2, rollouts=2,
                    bc_epochs=2, dagger=1, eval_every=1, teachers="given", seed=7)
@@ -116,7 +114,7 @@ def test_window_reward_by_hand():
 def test_features_by_hand():
     from dlsched.instances.inference_gen import inference_instance
     from dlsched.problems.inference import inference_data
-    from dlsched.serve.engine import ServeState
+    from dlsched.problems.inference.policies import ServeState
 
     tables = {"full": {"kappa": 1.0, "delay_ms": {
                   "p2": {"1": 100, "2": 150, "4": 200, "8": 400},
@@ -146,8 +144,8 @@ def test_features_by_hand():
 
 def test_labeller_reproduces_the_teacher_and_labels_its_choices():
     from dlsched.instances.inference_gen import generate_inference
+    from dlsched.problems.inference.policies import HeuristicPolicy
     from dlsched.serve.engine import serve
-    from dlsched.serve.policies import HeuristicPolicy
 
     inst = generate_inference(seed=3, gpus="p2:1", start_hour=15.0, hours=0.02, peak_qps=40)
     plain = serve(inst, HeuristicPolicy(alpha=0.75, beta=0.75))

@@ -12,19 +12,18 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 
 from dlsched.errors import InputError  # noqa: E402
-from dlsched.rl.inference_policy import action_table, read_weights  # noqa: E402
-from dlsched.rl.inference_train import (  # noqa: E402
+from dlsched.heuristics.inference_pg import action_table, read_weights  # noqa: E402
+from dlsched.problems.inference.policies import HeuristicPolicy  # noqa: E402
+from dlsched.rl.inference_episodes import (  # noqa: E402
     TrainConfig,
     parse_peak_qps,
-    teacher_labels,
-    teacher_params,
-    train,
     training_episodes,
     validation_episodes,
 )
+from dlsched.rl.inference_teachers import teacher_labels, teacher_params  # noqa: E402
+from dlsched.rl.inference_train import train  # noqa: E402
 from dlsched.serve.engine import serve  # noqa: E402
 from dlsched.serve.metrics import summary  # noqa: E402
-from dlsched.serve.policies import HeuristicPolicy  # noqa: E402
 from dlsched.serve.tune import ALPHAS, BETAS  # noqa: E402
 
 TINY = TrainConfig(peak_qps=(12.0, 40.0), episodes=2, episode_minutes=0.5, val_episodes=2,

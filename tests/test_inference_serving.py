@@ -23,7 +23,8 @@ from dlsched.problems.inference import (
     paper_models,
     utility,
 )
-from dlsched.serve import FixedPolicy, HeuristicPolicy, serve
+from dlsched.problems.inference.policies import FixedPolicy, HeuristicPolicy
+from dlsched.serve import serve
 from dlsched.serve.metrics import (
     delay_cdf,
     plot_delay_cdf,

@@ -14,7 +14,8 @@ from dlsched.instance_io import load_instance
 from dlsched.instances.azure_llm import azure_workload, compression_for, read_azure_llm
 from dlsched.instances.inference_gen import diurnal_rate, generate_inference, parse_gpus
 from dlsched.problems.inference import inference_data
-from dlsched.serve import FixedPolicy, HeuristicPolicy, serve
+from dlsched.problems.inference.policies import FixedPolicy, HeuristicPolicy
+from dlsched.serve import serve
 from dlsched.validate import validate
 
 WORKLOADS = Path(__file__).resolve().parents[1] / "instances" / "workloads"
@@ -121,7 +122,7 @@ def test_core_imports_without_torch():
     import sys
 
     code = ("import sys; sys.modules['torch'] = None\n"
-            "import dlsched, dlsched.serve, dlsched.rl.cli, dlsched.rl.inference_policy\n"
+            "import dlsched, dlsched.serve, dlsched.rl.cli, dlsched.heuristics.inference_pg\n"
             "from dlsched.cli import build_parser; build_parser(); print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "ok", done.stderr

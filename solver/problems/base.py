@@ -44,6 +44,10 @@ class Problem:
         GPUs are not shared between jobs (running ones included).
     whole_batch
         A decision must place every pending job or none.
+    simulator
+        The simulator that replays a workload of this problem, by its registered name:
+        ``"events"`` (the event simulator, :func:`dlsched.simulate`) or ``"serving"``
+        (the serving simulator, :func:`dlsched.serve`); ``dlsched simulate`` looks it up.
     """
 
     name: ClassVar[str]
@@ -51,6 +55,7 @@ class Problem:
     job_fields: ClassVar[tuple[str, ...]] = ()
     exclusive_gpus: ClassVar[bool] = False
     whole_batch: ClassVar[bool] = False  # a decision must place every pending job or none
+    simulator: ClassVar[str] = "events"
 
     def parse_params(self, params: Mapping[str, Any]) -> Any:
         """Typed, validated parameters of the instance's ``params`` object.

@@ -13,7 +13,7 @@ from ..errors import InputError
 
 
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
-    from .inference_train import TrainConfig
+    from .inference_episodes import TrainConfig
 
     d = TrainConfig()
     p.add_argument("--gpus", default=d.gpus, help=f"cluster ({d.gpus}; paper: g2:5,p2:5)")
@@ -66,7 +66,8 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def train_command(args: argparse.Namespace) -> int:
-    from .inference_train import TrainConfig, parse_peak_qps, train
+    from .inference_episodes import TrainConfig, parse_peak_qps
+    from .inference_train import train
 
     cfg = TrainConfig(gpus=args.gpus, scale=args.scale, peak_qps=parse_peak_qps(args.peak_qps),
                       episodes=args.episodes, episode_minutes=args.episode_minutes,
@@ -108,11 +109,11 @@ def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def evaluate_command(args: argparse.Namespace) -> int:
+    from ..heuristics.inference_pg import gpus_of, load_pg_policy
     from ..instance_io import load_instance
     from ..problems.inference import inference_data
     from ..serve.engine import serve
     from ..serve.metrics import summary
-    from .inference_policy import gpus_of, load_pg_policy
 
     for path in args.workloads:
         inst = load_instance(path)

@@ -11,9 +11,9 @@ numpy Generator per rollout). The phases, and what is ours rather than the paper
 1. teachers (ours, stated): Eq. 2 heuristics, by ``teachers`` (comma-separated):
    ``benchmark`` — α, β tuned exactly as ``benchmarks/inference_paper.py --tune`` does
    (:func:`dlsched.serve.tune.tune_heuristic` on 3 × 10 min of 9-12 h at the generator's
-   default rate, :func:`tuning_episodes`), i.e. the heuristic the benchmark compares
-   against; ``train`` — the same grid tuned on this run's own training episodes (the
-   paper: "the training data is also used to optimize the parameters of the heuristic
+   default rate, :func:`.inference_episodes.tuning_episodes`), i.e. the heuristic the
+   benchmark compares against; ``train`` — the same grid tuned on this run's own training
+   episodes (the paper: "the training data is also used to optimize the parameters of the heuristic
    scheduler"; it differs from ``benchmark`` when ``peak_qps`` differs); ``given`` —
    ``teacher_alpha``, ``teacher_beta``; ``adaptive`` (ours) — per training episode, the
    same grid tuned on THAT episode alone, so each episode's states are labelled by the
@@ -56,209 +56,20 @@ and action layout, the selected checkpoint), the learning curve as CSV.
 from __future__ import annotations
 
 import csv
-import heapq
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..heuristics.inference_pg import HIDDEN, PGPolicy, action_table, feature_size
 from ..instance import Instance
 from ..problems.inference import inference_data
+from ..problems.inference.policies import HeuristicPolicy
 from ..serve.engine import serve
-from ..serve.policies import HeuristicPolicy
-from .inference_policy import HIDDEN, Featurizer, PGPolicy, action_table, feature_size
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Everything that determines a training run (recorded with the weights)."""
-
-    gpus: str = "p2:1"
-    scale: float = 1.0
-    peak_qps: float | tuple[float, ...] = 24.0
-    episodes: int = 6
-    episode_minutes: float = 10.0
-    val_episodes: int = 3
-    iterations: int = 60
-    rollouts: int = 4
-    bc_epochs: int = 30
-    dagger: int = 2
-    batch_size: int = 256
-    lr: float = 3e-3
-    pg_lr: float = 1e-4
-    gamma: float = 0.97
-    entropy: float = 0.001
-    reward: str = "batch"
-    window: int = 1000
-    eval_every: int = 5
-    teachers: str = "benchmark"
-    teacher_alpha: float = 0.5
-    teacher_beta: float = 0.5
-    max_cpu_seconds: float = 1500.0
-    seed: int = 0
-
-
-def parse_peak_qps(text: str) -> float | tuple[float, ...]:
-    """``--peak-qps``: one rate (a float, as before) or a comma list (a tuple, cycled over
-    the episodes); every value must be a number > 0."""
-    try:
-        values = tuple(float(v) for v in text.split(","))
-    except ValueError:
-        values = ()
-    if not values or not all(np.isfinite(v) and v > 0 for v in values):
-        raise InputError(f"{text!r} is not a positive number or comma list of them",
-                         field="--peak-qps", fix="e.g. --peak-qps 30 or --peak-qps 24,30,36")
-    return values[0] if len(values) == 1 else values
-
-
-def peaks(cfg: TrainConfig) -> tuple[float, ...]:
-    """The peak rates cycled over the episodes (one value: every episode at it)."""
-    if isinstance(cfg.peak_qps, tuple | list):
-        return tuple(float(v) for v in cfg.peak_qps)
-    return (float(cfg.peak_qps),)
-
-
-def _episodes(cfg: TrainConfig, count: int, seed0: int) -> list[Instance]:
-    from ..instances.inference_gen import generate_inference
-
-    span = 3.0 - cfg.episode_minutes / 60.0
-    rates = peaks(cfg)
-    out = []
-    for i in range(count):
-        start = 9.0 + span * (i + 0.5) / count
-        out.append(generate_inference(seed=seed0 + i + 7919 * cfg.seed, gpus=cfg.gpus,
-                                      start_hour=start, hours=cfg.episode_minutes / 60.0,
-                                      peak_qps=rates[i % len(rates)], scale=cfg.scale))
-    return out
-
-
-def training_episodes(cfg: TrainConfig) -> list[Instance]:
-    """The training episodes: 10-minute slices starting in 9-12 h, seeds 1000 + i."""
-    return _episodes(cfg, cfg.episodes, 1000)
-
-
-def validation_episodes(cfg: TrainConfig) -> list[Instance]:
-    """The checkpoint-selection episodes: slices of 9-12 h, seeds 5000 + i (disjoint from
-    the training episodes and from the benchmark's 12-24 h test slots)."""
-    return _episodes(cfg, cfg.val_episodes, 5000)
-
-
-def tuning_episodes(gpus: str, scale: float) -> list[Instance]:
-    """The episodes ``inference_paper --tune`` tunes the heuristic on (3 × 10 min)."""
-    return training_episodes(TrainConfig(gpus=gpus, scale=scale, episodes=3,
-                                         episode_minutes=10.0))
-
-
-TEACHERS = ("benchmark", "train", "given", "adaptive")
-
-
-def _pair(best: dict) -> dict[str, float]:
-    return {"alpha": float(best["alpha"]), "beta": float(best["beta"])}
-
-
-def teacher_params(cfg: TrainConfig,
-                   episodes: list[Instance] | None = None) -> list[dict]:
-    """The teacher heuristics (see the module docstring), duplicates removed.
-
-    Each is ``{"name", "alpha", "beta"}`` (one α, β for every episode) or, for
-    ``adaptive``, ``{"name": "adaptive", "per_episode": [{"alpha", "beta"}, ...]}`` with
-    one pair per training episode (``episodes``, default :func:`training_episodes`)."""
-    from ..serve.tune import tune_heuristic
-
-    names = [n.strip() for n in cfg.teachers.split(",")]
-    for name in names:
-        if name not in TEACHERS:
-            raise InputError(f"unknown teacher {name!r}", field="--teachers",
-                             fix="use benchmark, train, given and/or adaptive, comma-separated")
-    eps = training_episodes(cfg) if episodes is None else episodes
-    out: list[dict] = []
-    for name in names:
-        if name == "adaptive":
-            entry: dict = {"name": name, "per_episode": [_pair(tune_heuristic([e])[0])
-                                                         for e in eps]}
-        else:
-            if name == "benchmark":
-                best, _grid = tune_heuristic(tuning_episodes(cfg.gpus, cfg.scale))
-            elif name == "train":
-                best, _grid = tune_heuristic(eps)
-            else:
-                best = {"alpha": cfg.teacher_alpha, "beta": cfg.teacher_beta}
-            entry = {"name": name, **_pair(best)}
-        if all(schedule(entry, len(eps)) != schedule(t, len(eps)) for t in out):
-            out.append(entry)
-    return out
-
-
-def schedule(teacher: dict, count: int) -> list[dict[str, float]]:
-    """A teacher's α, β on each of ``count`` training episodes."""
-    if "per_episode" in teacher:
-        return [dict(p) for p in teacher["per_episode"]]
-    return [_pair(teacher)] * count
-
-
-def teacher_tag(teacher: dict) -> str:
-    """Short label of a teacher in stage names: ``a=..,b=..`` or ``adaptive``."""
-    if "per_episode" in teacher:
-        return teacher["name"]
-    return f"a={teacher['alpha']:g},b={teacher['beta']:g}"
-
-
-class _Labeller:
-    """Runs ``actor`` (a PGPolicy, or None for the teacher itself) and records, at every
-    state it visits, the teacher's action index (behaviour cloning / DAgger)."""
-
-    def __init__(self, teacher: HeuristicPolicy, actor: PGPolicy | None) -> None:
-        self.teacher, self.actor = teacher, actor
-        self.label = "labeller"
-
-    def reset(self, sim):
-        self.teacher.reset(sim)
-        if self.actor is not None:
-            self.actor.reset(sim)
-        self.featurize = Featurizer(sim.data)
-        self.index = {a: i for i, a in enumerate(action_table(sim.data))}
-        self.n_q = max(sim.data.num_queries, 1)
-        self.pairs: list[tuple[np.ndarray, int]] = []
-        self.own = True
-
-    def size(self, sim, gpu):
-        state = self.featurize(sim, gpu)
-        b = self.teacher.size(sim, gpu)
-        if b > 0:
-            n = min(b, len(sim.heap))
-            chosen = [k % self.n_q for k in heapq.nsmallest(n, sim.heap)]
-            m = self.teacher.model(sim, gpu, chosen, b)
-            self.pairs.append((state, self.index[(b, m)]))
-        else:
-            self.pairs.append((state, 0))
-        if self.actor is None:
-            return b
-        return self.actor.size(sim, gpu)
-
-    def model(self, sim, gpu, queries, size):
-        if self.actor is None:
-            return self.teacher.model(sim, gpu, queries, size)
-        return self.actor.model(sim, gpu, queries, size)
-
-
-def teacher_labels(episodes: list[Instance], plan: list[dict[str, float]],
-                   actor: dict[str, np.ndarray] | None = None
-                   ) -> tuple[list[np.ndarray], list[int]]:
-    """States and teacher action indices over ``episodes``; episode i is labelled by the
-    Eq. 2 heuristic with ``plan[i]`` (α, β). ``actor``: weights of the greedy network that
-    drives (DAgger); None: the teacher drives (behaviour cloning)."""
-    xs: list[np.ndarray] = []
-    ys: list[int] = []
-    for e, t in zip(episodes, plan, strict=True):
-        lab = _Labeller(HeuristicPolicy(alpha=t["alpha"], beta=t["beta"]),
-                        None if actor is None else PGPolicy(actor))
-        serve(e, lab)
-        xs.extend(s for s, _ in lab.pairs)
-        ys.extend(a for _, a in lab.pairs)
-    return xs, ys
+from .inference_episodes import TrainConfig, training_episodes, validation_episodes
+from .inference_teachers import schedule, teacher_labels, teacher_params, teacher_tag
 
 
 def rewards_of(run, trace, cfg: TrainConfig) -> np.ndarray:

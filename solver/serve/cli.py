@@ -1,10 +1,11 @@
-"""``dlsched simulate W --policy fixed|heuristic|pg|exact-window`` for inference workloads.
+"""``dlsched simulate W --policy fixed|heuristic|pg|exact-window`` with the serving simulator.
 
-Called by ``dlsched.simulate.cli`` when the workload's problem is ``inference``; it reads
-the same arguments (``--policy``, ``--seed``, ``--option``, ``--time-limit``, ``--format``,
-``--no-plots``, ``--out``). Options: ``noise_cv=X`` (delay noise; default the workload's
-``delay_cv``), the policy's parameters (``alpha``, ``beta``, ``max_batch``, ``weights``),
-and for ``exact-window``: ``window=N`` queries per window (200).
+Called by ``dlsched.simulate.cli`` for a problem whose ``simulator`` is ``"serving"``
+(``inference``); it reads the same arguments (``--policy``, ``--seed``, ``--option``,
+``--time-limit``, ``--format``, ``--no-plots``, ``--out``). Options: ``noise_cv=X`` (delay
+noise; default the workload's ``delay_cv``), the policy method's options (``alpha``,
+``beta``, ``max_batch``, ``weights``, ...: ``dlsched methods``), and for
+``exact-window``: ``window=N`` queries per window (200).
 
 ``exact-window`` is an offline oracle: the stream is cut into consecutive windows of N
 queries, each solved by the exact model with the GPUs free when the previous window's
@@ -24,8 +25,8 @@ from .metrics import save_serving_results
 from .run import POLICIES, run_policy
 
 
-def simulate_inference(args: argparse.Namespace, workload: Instance) -> int:
-    """The ``dlsched simulate`` command for an inference workload."""
+def simulate_serving(args: argparse.Namespace, workload: Instance) -> int:
+    """The ``dlsched simulate`` command with the serving simulator."""
     try:
         if args.policy is None:
             raise InputError("no policy given", field="--policy",

@@ -25,60 +25,13 @@ from __future__ import annotations
 
 import heapq
 import time
-from bisect import bisect_right
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..instance import Instance
 from ..problems.inference import Batch, InferenceData, InferenceDecision, inference_data
-
-RATE_WINDOW_MS = 5000  # R_t: arrivals over the last 5 s (Sec. 4.2)
-
-
-class BatchPolicy(Protocol):
-    """What the engine asks: a batch size for a free GPU, then a model for the batch."""
-
-    label: str
-
-    def reset(self, sim: ServeState) -> None: ...
-
-    def size(self, sim: ServeState, gpu: int) -> int: ...
-
-    def model(self, sim: ServeState, gpu: int, queries: list[int], size: int) -> int: ...
-
-
-@dataclass
-class ServeState:
-    """The live state a policy reads (do not modify it from a policy)."""
-
-    data: InferenceData
-    now: int = 0
-    heap: list[int] = field(default_factory=list)  # keys bin * N + query
-    bin_count: dict[int, int] = field(default_factory=dict)
-    gpu_free: list[int] = field(default_factory=list)
-    next_arrival: int = 0  # index of the next query to arrive
-    arrivals: list[int] = field(default_factory=list)
-    served_q: float = 0.0  # Σ Q of finished batches (by dispatch)
-    recent: Any = None  # the engine's window of recent Q values (for learned policies)
-
-    @property
-    def queued(self) -> int:
-        """N_t: queries waiting."""
-        return len(self.heap)
-
-    def rate(self) -> float:
-        """R_t in queries per ms: arrivals in (now − 5 s, now] / 5000."""
-        lo = bisect_right(self.arrivals, self.now - RATE_WINDOW_MS, 0, self.next_arrival)
-        return (self.next_arrival - lo) / RATE_WINDOW_MS
-
-    def histogram(self, before: int = 4, after: int = 6) -> list[int]:
-        """Queued queries per deadline bin: ``before`` bins before the current one, the
-        current one and ``after - 1`` after it (Sec. 3.2, N_pre = 4, N_post = 6)."""
-        cur = self.now // self.data.bin_ms
-        get = self.bin_count.get
-        return [get(b, 0) for b in range(cur - before, cur + after)]
+from ..problems.inference.policies import BatchPolicy, ServeState
 
 
 @dataclass
@@ -111,7 +64,8 @@ def serve(instance: Instance, policy: BatchPolicy, *, seed: int = 0, noise_cv: f
     instance
         An ``inference`` instance.
     policy
-        A :class:`BatchPolicy` (see :func:`dlsched.serve.policies.make_policy`).
+        A :class:`~dlsched.problems.inference.policies.BatchPolicy`; the registered serving
+        policies (``dlsched methods``) make them (:func:`dlsched.serve.run.run_policy`).
     seed
         Seed of the delay noise (the only random draw).
     noise_cv
@@ -219,9 +173,6 @@ def serve(instance: Instance, policy: BatchPolicy, *, seed: int = 0, noise_cv: f
         wake[g] = end
         if events is not None:
             events.append(("dispatch", t, data.gpu_ids[g], data.models[m], tuple(chosen), end))
-        after = getattr(policy, "after_dispatch", None)
-        if after is not None:
-            after(st, g, chosen, m, end)
     q_batch = np.full(n_q, -1, dtype=np.int64)
     for k, b in enumerate(batches):
         q_batch[list(b.queries)] = k

@@ -1,33 +1,34 @@
-"""Running a serving policy on an inference workload: the policies by name, and the
-``exact-window`` oracle (the stream cut into consecutive windows of N queries, each solved
-by the exact model with the GPUs free when the previous window's batches end; queries a
-window leaves unserved are dropped; each window gets ``time_limit`` seconds)."""
+"""Running a serving policy on an inference workload: the registered policies by name, and
+the ``exact-window`` oracle (the stream cut into consecutive windows of N queries, each
+solved by the registered ``exact`` method with the GPUs free when the previous window's
+batches end; queries a window leaves unserved are dropped; each window gets
+``time_limit`` seconds)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+import numpy as np
 
 from ..errors import InputError
 from ..instance import Instance
 from ..problems.inference import Batch, inference_data, window
+from ..problems.inference.policies import SERVING_POLICIES
+from ..registry import get_method, methods_for
+from ..result import Status
 from .engine import ServeRun, serve
-from .policies import make_policy
+from .method import PolicyMethod
 
-POLICIES = ("fixed", "heuristic", "pg", "exact-window")
+POLICIES = (*SERVING_POLICIES, "exact-window")
 
 
 def exact_window_run(instance: Instance, *, size: int = 200, time_limit: float = 10.0,
                      seed: int = 0) -> tuple[ServeRun, dict[str, int]]:
     """The exact-window oracle (see the module docstring) as a ServeRun."""
-    import time
-
-    import numpy as np
-
-    from ..formulations.inference import solve_window
-    from ..result import Status
-
     if size < 1:
         raise InputError(f"window = {size}", field="--option window", fix="use >= 1")
+    exact = get_method("inference", "exact")
     data = inference_data(instance)
     cpu0 = time.process_time()
     free = [0] * len(data.gpu_ids)
@@ -36,7 +37,7 @@ def exact_window_run(instance: Instance, *, size: int = 200, time_limit: float =
     for lo in range(0, data.num_queries, size):
         hi = min(lo + size, data.num_queries)
         sub = window(instance, lo, hi)
-        out = solve_window(sub, time_limit=time_limit, seed=seed, gpu_free=free)
+        out = exact.run(sub, time_limit=time_limit, seed=seed, hint=None, gpu_free=free)
         counts["windows"] += 1
         counts["optimal"] += out.status is Status.OPTIMAL
         if out.decision is None:
@@ -57,7 +58,11 @@ def exact_window_run(instance: Instance, *, size: int = 200, time_limit: float =
 
 def run_policy(instance: Instance, policy: str, options: dict[str, Any], *, seed: int = 0,
                time_limit: float = 10.0) -> tuple[ServeRun, dict[str, Any]]:
-    """Run one serving policy; returns the run and extra figures for the summary."""
+    """Run one serving policy; returns the run and extra figures for the summary.
+
+    ``policy`` is a registered serving-policy method of ``inference`` (its options are
+    the method's, plus ``noise_cv``) or ``exact-window`` (option ``window``).
+    """
     opts = dict(options)
     noise = opts.pop("noise_cv", None)
     if policy == "exact-window":
@@ -70,14 +75,10 @@ def run_policy(instance: Instance, policy: str, options: dict[str, Any], *, seed
             raise InputError(f"unknown options {sorted(opts)}", field="--option",
                              fix="exact-window takes window=N")
         return run, {f"exact_{k}": float(v) for k, v in counts.items()}
-    if policy not in POLICIES:
+    spec = methods_for("inference").get(policy)
+    if spec is None or not isinstance(spec.run, PolicyMethod):
         raise InputError(f"unknown serving policy {policy!r}", field="--policy",
                          fix=f"use one of: {', '.join(POLICIES)}")
-    if policy == "pg":
-        opts.setdefault("seed", seed)
-        if "weights" not in opts and "gpus" not in opts:
-            from ..rl.inference_policy import gpus_of
-
-            opts["gpus"] = gpus_of(inference_data(instance))
-    pol = make_policy(policy, opts)
+    method = spec.run
+    pol = method.policy(instance, seed=seed, **opts)
     return serve(instance, pol, seed=seed, noise_cv=noise), {}

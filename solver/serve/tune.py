@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..instance import Instance
+from ..problems.inference.policies import HeuristicPolicy
 from .engine import serve
 from .metrics import summary
-from .policies import HeuristicPolicy
 
 ALPHAS = (0.25, 0.5, 0.75)
 BETAS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 
 from ..cli_support import (
     EXIT_BAD_INPUT,
@@ -17,7 +18,9 @@ from ..cli_support import (
 )
 from ..errors import InputError
 from ..files import check_output
+from ..instance import Instance
 from ..instance_io import check_instance, load_instance
+from ..problems import get_problem
 from ..problems.rates import interference_names, locality_names, supports_packed
 from ..topology_io import load_topology
 from .engine import Policy, SimulationError, simulate
@@ -84,13 +87,35 @@ def _speed(args: argparse.Namespace, workload) -> SpeedModel:
                       reference=reference)
 
 
+def _serving(args: argparse.Namespace, workload: Instance) -> int:
+    from ..serve.cli import simulate_serving  # the serving simulator loads on use
+
+    return simulate_serving(args, workload)
+
+
 def _cmd_simulate(args: argparse.Namespace) -> int:
     try:
         workload = load_instance(args.workload)
         check_output(args.out, "--out", directory=True)
-        if workload.problem == "inference":  # batch serving: dlsched.serve's simulator
-            from ..serve.cli import simulate_inference
-            return simulate_inference(args, workload)
+        simulator = get_problem(workload.problem).simulator
+        if simulator not in SIMULATORS:
+            raise InputError(f"problem {workload.problem!r} names simulator {simulator!r}",
+                             field="problem", fix=f"use one of {sorted(SIMULATORS)}")
+    except InputError as exc:
+        return _bad_input(args, exc)
+    return SIMULATORS[simulator](args, workload)
+
+
+def _bad_input(args: argparse.Namespace, exc: InputError) -> int:
+    if not exc.source and re.match(r"(jobs|cluster|running|params|time)\b", exc.field):
+        exc = exc.with_source(str(args.workload))  # a field of the workload file
+    print(f"dlsched simulate: {exc.one_line()}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _simulate_events(args: argparse.Namespace, workload: Instance) -> int:
+    """``dlsched simulate`` with the event simulator (:func:`dlsched.simulate`)."""
+    try:
         if args.topology:
             workload = check_instance(workload.replace(cluster=load_topology(args.topology)))
         if args.exact_per_event and args.policy not in (None, "exact"):
@@ -130,12 +155,15 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
                 bar.close()
         summary = save_results(run, args.out, fmt=args.format, plots=not args.no_plots)
     except InputError as exc:
-        if not exc.source and re.match(r"(jobs|cluster|running|params|time)\b", exc.field):
-            exc = exc.with_source(str(args.workload))  # a field of the workload file
-        print(f"dlsched simulate: {exc.one_line()}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _bad_input(args, exc)
     except SimulationError as exc:
         print(f"dlsched simulate: {exc}", file=sys.stderr)
         return EXIT_FAILED
     print_summary(summary, args.out)
     return EXIT_OK
+
+
+SIMULATORS: dict[str, Callable[[argparse.Namespace, Instance], int]] = {
+    "events": _simulate_events, "serving": _serving}
+"""The simulators by the name a problem declares (:attr:`dlsched.problems.Problem.simulator`):
+each runs the ``dlsched simulate`` command on a loaded workload and returns its exit code."""

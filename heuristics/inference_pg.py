@@ -1,4 +1,4 @@
-"""The learned serving policy ``pg`` (Fang et al., CIKM'17, Sec. 3.2), inference only.
+"""The learned serving policy ``pg`` (Fang et al., CIKM'17, Sec. 3.2) and its method.
 
 State (Sec. 3.2), for the GPU that is free: the deadline histogram (N_pre = 4 bins before
 the current one, N_post = 6 from it on), the queue length N_t, the arrival rate R_t over
@@ -23,7 +23,12 @@ the policy takes the most probable action (``greedy``, the default); sampling fr
 π(s, ·) is used during policy-gradient training.
 
 Acting needs numpy only: the weights are read from a safetensors file (no pickle, no
-torch). Training lives in :mod:`dlsched.rl.inference_train` (torch).
+torch). Training lives in :mod:`dlsched.rl.inference_train` (torch), which imports this
+module; the shipped weights are package data of ``dlsched.rl`` (``rl/data/``).
+
+The method ``pg`` (:func:`make_pg`): options ``weights`` (a file; default the shipped
+weights for the instance's cluster, :func:`gpus_of`), ``gpus`` (which shipped weights)
+and ``greedy``; the call's seed seeds the sampling when ``greedy`` is false.
 """
 
 from __future__ import annotations
@@ -34,9 +39,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..problems.inference import InferenceData
-from ..serve.engine import ServeState
+from dlsched.errors import InputError
+from dlsched.instance import Instance
+from dlsched.problems.inference import InferenceData, inference_data
+from dlsched.problems.inference.policies import ServeState
+from dlsched.registry import MethodSpec, register_method
+from dlsched.serve.method import PolicyMethod
 
 N_PRE, N_POST = 4, 6
 HIDDEN = 64
@@ -101,11 +109,6 @@ class Featurizer:
         vec = ([float(h) for h in hist] + [float(queued), rate] + self.onehot[gpu] + busy
                + [xi, queued * xi] + [d * rate for d in self.d_rate[gpu]] + slack)
         return np.asarray(vec, dtype=np.float64)
-
-
-def features(sim: ServeState, gpu: int) -> np.ndarray:
-    """The state vector for free GPU ``gpu`` (builds a :class:`Featurizer`; slow path)."""
-    return Featurizer(sim.data)(sim, gpu)
 
 
 class PGPolicy:
@@ -215,3 +218,19 @@ def gpus_of(data: InferenceData) -> str:
         name = data.gpu_types[int(t)]
         counts[name] = counts.get(name, 0) + 1
     return ",".join(f"{k}:{v}" for k, v in sorted(counts.items()))
+
+
+def make_pg(instance: Instance, *, seed: int = 0, weights: str | None = None,
+            gpus: str | None = None, greedy: bool = True) -> PGPolicy:
+    """The ``pg`` policy for ``instance``: ``weights``, else the shipped weights of
+    ``gpus`` (default: the instance's cluster)."""
+    return load_pg_policy(weights, gpus=gpus or gpus_of(inference_data(instance)),
+                          greedy=greedy, seed=seed)
+
+
+register_method(MethodSpec(
+    "inference", "pg", "learned",
+    PolicyMethod(make_pg, ("weights", "gpus", "greedy"),
+                 {"weights": ("str", None, None), "gpus": ("str", None, None)}, ("weights",)),
+    summary="learned batch policy (policy gradient, Sec. 3.2) replayed in the serving "
+            "simulator"))

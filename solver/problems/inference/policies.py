@@ -13,20 +13,68 @@ policy cannot have.
 type) with ``B >= [α · D_{B,M,G} · R_t + (1 − α) · N_t] · β · ξ_G``, else the largest;
 ``R_t`` = arrivals per ms over the last 5 s, ``N_t`` = queued queries, ``ξ_G`` = the GPU's
 share of the cluster's B = 8 throughput of the default model.
+
+A policy reads the serving queue through :class:`ServeState` (the serving simulator,
+:func:`dlsched.serve.serve`, fills it) and answers the :class:`BatchPolicy` questions.
+Both live here, in the problem's home, so that the simulator, the registered methods
+(:mod:`dlsched.heuristics.inference`) and the learned policy's training share them
+without importing each other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Protocol
 
-from ..errors import InputError
-from ..problems.inference import InferenceData
-from .engine import ServeState
+from ...errors import InputError
+from .data import InferenceData
+
+RATE_WINDOW_MS = 5000  # R_t: arrivals over the last 5 s (Sec. 4.2)
 
 PAPER_ALPHA = 0.5
 PAPER_BETA = 0.5  # Sec. 4.2 prints "α = 0.5 and κ = 0.5"; κ there can only be β
 THRESHOLD = 8
+SERVING_POLICIES = ("fixed", "heuristic", "pg")
+"""The paper's serving policies: registered methods of ``inference``; a model's warm
+start (option ``hint``) names one."""
+
+
+@dataclass
+class ServeState:
+    """The live state of the serving queue a policy reads (do not modify it from a policy)."""
+
+    data: InferenceData
+    now: int = 0
+    heap: list[int] = field(default_factory=list)  # keys bin * N + query
+    bin_count: dict[int, int] = field(default_factory=dict)
+    gpu_free: list[int] = field(default_factory=list)
+    next_arrival: int = 0  # index of the next query to arrive
+    arrivals: list[int] = field(default_factory=list)
+
+    def rate(self) -> float:
+        """R_t in queries per ms: arrivals in (now − 5 s, now] / 5000."""
+        lo = bisect_right(self.arrivals, self.now - RATE_WINDOW_MS, 0, self.next_arrival)
+        return (self.next_arrival - lo) / RATE_WINDOW_MS
+
+    def histogram(self, before: int = 4, after: int = 6) -> list[int]:
+        """Queued queries per deadline bin: ``before`` bins before the current one, the
+        current one and ``after - 1`` after it (Sec. 3.2, N_pre = 4, N_post = 6)."""
+        cur = self.now // self.data.bin_ms
+        get = self.bin_count.get
+        return [get(b, 0) for b in range(cur - before, cur + after)]
+
+
+class BatchPolicy(Protocol):
+    """What the serving simulator asks: a batch size for a free GPU, then a model."""
+
+    label: str
+
+    def reset(self, sim: ServeState) -> None: ...
+
+    def size(self, sim: ServeState, gpu: int) -> int: ...
+
+    def model(self, sim: ServeState, gpu: int, queries: list[int], size: int) -> int: ...
 
 
 def default_model(data: InferenceData) -> int:
@@ -150,20 +198,3 @@ class HeuristicPolicy(_ModelChoice):
                 return b
         return rows[-1][0]
 
-
-def make_policy(name: str, options: Mapping[str, Any] | None = None) -> Any:
-    """A policy by name: ``fixed``, ``heuristic`` or ``pg`` (the learned one, needs torch)."""
-    options = dict(options or {})
-    try:
-        if name == "fixed":
-            return FixedPolicy(**options)
-        if name == "heuristic":
-            return HeuristicPolicy(**options)
-    except TypeError as exc:
-        raise InputError(str(exc), field="--option", fix="see docs/inference.md") from None
-    if name == "pg":
-        from ..rl.inference_policy import load_pg_policy
-
-        return load_pg_policy(**options)
-    raise InputError(f"unknown serving policy {name!r}", field="--policy",
-                     fix="use fixed, heuristic, pg or exact-window")

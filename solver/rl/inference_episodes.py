@@ -1,0 +1,94 @@
+"""The training and validation episodes of the ``pg`` policy, and the run's settings.
+
+Episodes (Sec. 4.1): 10-minute slices of the generated stream from 9 h to 12 h, one per
+seed (see :mod:`dlsched.rl.inference_train` for the whole method).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError
+from ..instance import Instance
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that determines a training run (recorded with the weights)."""
+
+    gpus: str = "p2:1"
+    scale: float = 1.0
+    peak_qps: float | tuple[float, ...] = 24.0
+    episodes: int = 6
+    episode_minutes: float = 10.0
+    val_episodes: int = 3
+    iterations: int = 60
+    rollouts: int = 4
+    bc_epochs: int = 30
+    dagger: int = 2
+    batch_size: int = 256
+    lr: float = 3e-3
+    pg_lr: float = 1e-4
+    gamma: float = 0.97
+    entropy: float = 0.001
+    reward: str = "batch"
+    window: int = 1000
+    eval_every: int = 5
+    teachers: str = "benchmark"
+    teacher_alpha: float = 0.5
+    teacher_beta: float = 0.5
+    max_cpu_seconds: float = 1500.0
+    seed: int = 0
+
+
+def parse_peak_qps(text: str) -> float | tuple[float, ...]:
+    """``--peak-qps``: one rate (a float, as before) or a comma list (a tuple, cycled over
+    the episodes); every value must be a number > 0."""
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if not values or not all(np.isfinite(v) and v > 0 for v in values):
+        raise InputError(f"{text!r} is not a positive number or comma list of them",
+                         field="--peak-qps", fix="e.g. --peak-qps 30 or --peak-qps 24,30,36")
+    return values[0] if len(values) == 1 else values
+
+
+def peaks(cfg: TrainConfig) -> tuple[float, ...]:
+    """The peak rates cycled over the episodes (one value: every episode at it)."""
+    if isinstance(cfg.peak_qps, tuple | list):
+        return tuple(float(v) for v in cfg.peak_qps)
+    return (float(cfg.peak_qps),)
+
+
+def _episodes(cfg: TrainConfig, count: int, seed0: int) -> list[Instance]:
+    from ..instances.inference_gen import generate_inference
+
+    span = 3.0 - cfg.episode_minutes / 60.0
+    rates = peaks(cfg)
+    out = []
+    for i in range(count):
+        start = 9.0 + span * (i + 0.5) / count
+        out.append(generate_inference(seed=seed0 + i + 7919 * cfg.seed, gpus=cfg.gpus,
+                                      start_hour=start, hours=cfg.episode_minutes / 60.0,
+                                      peak_qps=rates[i % len(rates)], scale=cfg.scale))
+    return out
+
+
+def training_episodes(cfg: TrainConfig) -> list[Instance]:
+    """The training episodes: 10-minute slices starting in 9-12 h, seeds 1000 + i."""
+    return _episodes(cfg, cfg.episodes, 1000)
+
+
+def validation_episodes(cfg: TrainConfig) -> list[Instance]:
+    """The checkpoint-selection episodes: slices of 9-12 h, seeds 5000 + i (disjoint from
+    the training episodes and from the benchmark's 12-24 h test slots)."""
+    return _episodes(cfg, cfg.val_episodes, 5000)
+
+
+def tuning_episodes(gpus: str, scale: float) -> list[Instance]:
+    """The episodes ``inference_paper --tune`` tunes the heuristic on (3 × 10 min)."""
+    return training_episodes(TrainConfig(gpus=gpus, scale=scale, episodes=3,
+                                         episode_minutes=10.0))
