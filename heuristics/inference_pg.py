@@ -24,7 +24,8 @@ the policy takes the most probable action (``greedy``, the default); sampling fr
 
 Acting needs numpy only: the weights are read from a safetensors file (no pickle, no
 torch). Training lives in :mod:`dlsched.rl.inference_train` (torch), which imports this
-module; the shipped weights are package data of ``dlsched.rl`` (``rl/data/``).
+module; the shipped weights are package data of ``dlsched.heuristics``
+(``heuristics/data/inference_pg/``).
 
 The method ``pg`` (:func:`make_pg`): options ``weights`` (a file; default the shipped
 weights for the instance's cluster, :func:`gpus_of`), ``gpus`` (which shipped weights)
@@ -190,7 +191,8 @@ def shipped_weights(gpus: str = "p2:1") -> Path:
     if gpus not in SHIPPED:
         raise InputError(f"no shipped policy for {gpus!r}", field="gpus",
                          fix=f"use one of {sorted(SHIPPED)} or pass weights=FILE")
-    return Path(str(resources.files("dlsched.rl").joinpath("data", *SHIPPED[gpus].split("/"))))
+    return Path(str(resources.files("dlsched.heuristics").joinpath(
+        "data", "inference_pg", *SHIPPED[gpus].split("/"))))
 
 
 def load_pg_policy(weights: str | None = None, gpus: str = "p2:1", greedy: bool = True,

@@ -14,13 +14,20 @@ PACKAGE_DIRS = {
     "dlsched.benchmarks": ROOT / "benchmarks",
 }
 """Import name → the repository folder it is installed from (pyproject's package-dir)."""
+SCRIPT_DIRS = (ROOT / "instances" / "derive",)
+"""Scripts kept in the repository that derived committed data; not installed."""
+
+
+def package_files(folder: Path) -> list[Path]:
+    """The installed ``.py`` files under ``folder`` (the scripts of SCRIPT_DIRS left out)."""
+    return [p for p in folder.rglob("*.py") if not any(d in p.parents for d in SCRIPT_DIRS)]
 
 
 def module_files() -> dict[str, Path]:
     """Every module of the installed package → its source file."""
     modules: dict[str, Path] = {}
     for package, folder in PACKAGE_DIRS.items():
-        for path in folder.rglob("*.py"):
+        for path in package_files(folder):
             rel = path.relative_to(folder).with_suffix("")
             parts = [p for p in rel.parts if p != "__init__"]
             name = ".".join([package, *parts])

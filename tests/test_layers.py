@@ -10,7 +10,7 @@ LAYER_IMPORTS: dict[str, set[str]] = {
     "simulate": {"core"},
     "serve": {"core"},
     "formulations": {"core"},
-    "heuristics": {"core"},
+    "heuristics": {"core", "serve"},
     "instances": {"core", "simulate"},
     "rl": {"core", "simulate", "serve", "formulations", "heuristics", "instances"},
     "benchmarks": {"core", "simulate", "serve", "formulations", "heuristics", "instances",

@@ -3,31 +3,21 @@ third-party methods register through the ``dlsched.methods`` entry-point group."
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 import pytest
+from imports_walk import (
+    PACKAGE_DIRS,
+    ROOT,
+    module_files,
+    package_files,
+    runtime_imports,
+)
 
 import dlsched
 from dlsched.registry import get_method
-
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGE_DIRS = {
-    "dlsched": ROOT / "solver",
-    "dlsched.formulations": ROOT / "formulations",
-    "dlsched.heuristics": ROOT / "heuristics",
-    "dlsched.instances": ROOT / "instances",
-    "dlsched.benchmarks": ROOT / "benchmarks",
-}
-SCRIPT_DIRS = (ROOT / "instances" / "derive",)
-"""Scripts kept in the repository that derived committed data; not installed."""
-
-
-def _package_files(folder: Path) -> list[Path]:
-    return [p for p in folder.rglob("*.py") if not any(d in p.parents for d in SCRIPT_DIRS)]
 
 
 def test_wheel_installs_only_dlsched(tmp_path):
@@ -52,58 +42,16 @@ def test_wheel_installs_only_dlsched(tmp_path):
     # explicit ``packages`` list would be left out of the wheel silently)
     missing = sorted(name for name in (
         "/".join([*package.split("."), *path.relative_to(folder).parts])
-        for package, folder in PACKAGE_DIRS.items() for path in _package_files(folder)
+        for package, folder in PACKAGE_DIRS.items() for path in package_files(folder)
     ) if name not in names)
     assert not missing, f"not in the wheel (add the package to pyproject.toml): {missing}"
     assert not [n for n in names if n.startswith("dlsched/instances/derive")]
 
 
-def _module_files() -> dict[str, Path]:
-    modules: dict[str, Path] = {}
-    for package, folder in PACKAGE_DIRS.items():
-        for path in _package_files(folder):
-            rel = path.relative_to(folder).with_suffix("")
-            parts = [p for p in rel.parts if p != "__init__"]
-            name = ".".join([package, *parts])
-            if any(name.startswith(other + ".") or name == other
-                   for other in PACKAGE_DIRS if other != package and other.startswith(package)):
-                continue  # a folder of another mapping (none today)
-            modules[name] = path
-    return modules
-
-
-def _runtime_imports(path: Path, module: str, is_package: bool) -> set[str]:
-    """Modules imported when ``module`` runs (``if TYPE_CHECKING:`` blocks are not run)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found: set[str] = set()
-    base = module.split(".") if is_package else module.split(".")[:-1]
-
-    def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.orelse:
-                visit(child)
-            return
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                anchor = base[: len(base) - node.level + 1]
-                target = ".".join(anchor + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            found.add(target)
-            found.update(f"{target}.{alias.name}" for alias in node.names)
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(tree)
-    return found
-
-
 def test_no_import_cycles():
-    modules = _module_files()
+    modules = module_files()
     graph = {
-        name: sorted(m for m in _runtime_imports(path, name, path.name == "__init__.py")
+        name: sorted(m for m in runtime_imports(path, name, path.name == "__init__.py")
                      if m in modules and m != name)
         for name, path in modules.items()
     }
@@ -141,9 +89,7 @@ KNOWN_PACKAGE_EDGES = {
     # entry modules (instance_io, validate, solve, solution_io) look problems up by name:
     # two layers inside the one node "core"
     ("core", "problems"),
-    # heuristics.sched2_dqn acts with rl.sched2_policy (rl is the training layer above)
-    ("heuristics", "rl"),
-    # benchmarks.fuzz (test tooling, to leave the package) runs the command line
+    # benchmarks.fuzz feeds malformed files to the command line (a benchmark program)
     ("benchmarks", "cli"),
 }
 """Edges of package cycles that are not yet broken, each with the reason above it; a
@@ -159,13 +105,13 @@ def _package_of(module: str) -> str:
 
 def package_graph() -> dict[str, dict[str, list[str]]]:
     """Package -> imported package -> the module imports behind the edge (imports inside
-    functions included: :func:`_runtime_imports` walks the whole syntax tree)."""
-    modules = _module_files()
+    functions included: :func:`imports_walk.runtime_imports` walks the whole syntax tree)."""
+    modules = module_files()
     graph: dict[str, dict[str, list[str]]] = {}
     for name, path in modules.items():
         src = _package_of(name)
         graph.setdefault(src, {})
-        for target in _runtime_imports(path, name, path.name == "__init__.py"):
+        for target in runtime_imports(path, name, path.name == "__init__.py"):
             dst = _package_of(target) if target in modules else None
             if dst is not None and dst != src:
                 graph[src].setdefault(dst, []).append(f"{name} -> {target}")
@@ -203,22 +149,6 @@ def test_no_package_import_cycles():
         assert b in graph.get(a, {}), f"{a} -> {b} no longer exists: drop it from the list"
 
 
-def test_serving_simulator_and_models_keep_their_layers():
-    graph = package_graph()
-    # the serving simulator is given policy objects: it imports no method or generator
-    assert set(graph["serve"]) <= {"core", "problems"}, graph["serve"]
-    # rl trains above the methods: below it, only the known sched2 edge imports it
-    importers = {a for a, edges in graph.items() if "rl" in edges}
-    assert importers <= {"benchmarks", "cli", "heuristics"}, importers
-    assert [e for e in graph["heuristics"]["rl"] if "inference" in e] == []
-    # the inference models import neither a simulator nor a generator
-    below = ("dlsched.serve", "dlsched.simulate", "dlsched.instances", "dlsched.rl")
-    for name, path in _module_files().items():
-        if name.startswith("dlsched.formulations.inference"):
-            bad = [m for m in _runtime_imports(path, name, False) if m.startswith(below)]
-            assert not bad, f"{name} imports {bad}"
-
-
 def test_package_cycle_search_finds_a_cycle_and_honours_known_edges():
     graph = {"a": {"b": ["x"]}, "b": {"c": ["y"]}, "c": {"a": ["z"]}, "d": {"a": ["w"]}}
     assert package_cycles(graph, set()) == [["a", "b", "c", "a"]]
@@ -226,7 +156,7 @@ def test_package_cycle_search_finds_a_cycle_and_honours_known_edges():
 
 
 def test_no_library_module_imports_a_command_line_module():
-    modules = _module_files()
+    modules = module_files()
     # command-line modules: ``cli``, ``cli_support`` and ``*_cli``; runnable scripts
     # (``python -m dlsched.benchmarks.fuzz``) are programs, not library modules
     cli_modules = {m for m in modules
@@ -234,7 +164,7 @@ def test_no_library_module_imports_a_command_line_module():
     for name, path in modules.items():
         if name in cli_modules or 'if __name__ == "__main__"' in path.read_text("utf-8"):
             continue
-        imported = _runtime_imports(path, name, path.name == "__init__.py")
+        imported = runtime_imports(path, name, path.name == "__init__.py")
         assert not (imported & cli_modules), f"{name} imports {imported & cli_modules}"
 
 
