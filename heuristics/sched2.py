@@ -46,8 +46,9 @@ def packing(free: list[list[int]], demand: int, counts: np.ndarray | None = None
             ) -> list[int] | None:
     """GPU indices chosen by the packing policy of Fig. 2, or None if ``demand`` > free.
 
-    ``counts`` (optional) is ``[len(f) for f in free]`` as an int64 array, when the caller
-    already has it.
+    ``counts`` (optional, int64) is how many of each server's free GPUs may be used (the
+    first ones of ``free[s]``): ``[len(f) for f in free]`` by default, fewer where a job's
+    CPU or RAM share does not fit them all (:class:`ServerRoom`).
     """
     if counts is None:
         counts = np.fromiter((len(f) for f in free), dtype=np.int64, count=len(free))
@@ -69,15 +70,45 @@ def packing(free: list[list[int]], demand: int, counts: np.ndarray | None = None
         else:
             s = int(np.argmax(left))  # most free GPUs; the first hit = the lowest index
             off = int(counts[s] - left[s])
-            chosen += free[s][off:]
+            chosen += free[s][off:off + int(left[s])]
             need -= int(left[s])
             left[s] = 0
     return chosen
 
 
-def _take(free: list[list[int]], gpus: list[int], node_of: np.ndarray) -> None:
-    for g in gpus:
-        free[node_of[g]].remove(g)
+class ServerRoom:
+    """What is left on each server while one decision is built: idle GPUs (cluster order),
+    CPU and RAM. On a server, a job may take at most the idle GPUs whose CPU and RAM shares
+    (``cpu_per_gpu``, ``ram_gb_per_gpu`` each) still fit there, so every placement keeps
+    the nodes' limits that the validator checks."""
+
+    def __init__(self, instance: Instance) -> None:
+        self.free = free_gpus_by_server(instance)
+        cpu_used, ram_used = instance.node_usage
+        self.cpu = instance.cluster.node_cpu - cpu_used
+        self.ram = instance.cluster.node_ram_gb - ram_used
+        self.node_of = instance.cluster.gpu_node
+
+    def usable(self, job: Job) -> np.ndarray:
+        """GPUs per server that ``job`` may take now."""
+        counts = np.fromiter((len(f) for f in self.free), dtype=np.int64, count=len(self.free))
+        for need, left in ((job.cpu_per_gpu, self.cpu), (job.ram_gb_per_gpu, self.ram)):
+            if need > 0:
+                # a hair below what the validator allows (+1e-6), so a fit is never refused
+                counts = np.minimum(counts, np.floor((left + 1e-9) / need).clip(0).astype(np.int64))
+        return counts
+
+    def place(self, job: Job) -> list[int] | None:
+        """The packing placement of ``job`` within what is left, or None."""
+        return packing(self.free, int(job.num_gpus), self.usable(job))
+
+    def take(self, job: Job, gpus: list[int]) -> None:
+        """Give ``gpus`` (and their CPU and RAM shares) to ``job``."""
+        for g in gpus:
+            s = self.node_of[g]
+            self.free[s].remove(g)
+            self.cpu[s] -= job.cpu_per_gpu
+            self.ram[s] -= job.ram_gb_per_gpu
 
 
 def _servers(gpus: list[int], node_of: np.ndarray) -> np.ndarray:
@@ -85,25 +116,24 @@ def _servers(gpus: list[int], node_of: np.ndarray) -> np.ndarray:
     return per_node[per_node > 0]
 
 
-def _start_in_order(ordered: list[Job], free: list[list[int]], node_of: np.ndarray,
-                    per_server: int, *, backfill: bool, delays: dict[str, int] | None
-                    ) -> list[tuple[Job, list[int]]]:
+def _start_in_order(ordered: list[Job], room: ServerRoom, per_server: int, *, backfill: bool,
+                    delays: dict[str, int] | None) -> list[tuple[Job, list[int]]]:
     """Start ``ordered`` jobs one at a time, each by packing, until one does not fit (or,
     with ``backfill``, skipping it); ``delays`` (DSIF) skips a job whose placement spans
     more servers than its best locality, at most :data:`MAX_DELAYS` times, counting."""
     placed: list[tuple[Job, list[int]]] = []
     for job in ordered:
-        gpus = packing(free, job.num_gpus)
+        gpus = room.place(job)
         if gpus is None:
             if backfill:
                 continue
             break
         best = math.ceil(job.num_gpus / per_server)
-        if (delays is not None and len(_servers(gpus, node_of)) > best
+        if (delays is not None and len(_servers(gpus, room.node_of)) > best
                 and delays.get(job.id, 0) < MAX_DELAYS):
             delays[job.id] = delays.get(job.id, 0) + 1
             continue
-        _take(free, gpus, node_of)
+        room.take(job, gpus)
         placed.append((job, gpus))
     return placed
 
@@ -131,10 +161,9 @@ def start_in_order(instance: Instance, order: list[int], *, backfill: bool = Fal
     Decision
         The started jobs' placements.
     """
-    cluster = instance.cluster
-    placed = _start_in_order([instance.jobs[i] for i in order], free_gpus_by_server(instance),
-                             cluster.gpu_node, int(cluster.node_gpu_count.max()),
-                             backfill=backfill, delays=None)
+    placed = _start_in_order([instance.jobs[i] for i in order], ServerRoom(instance),
+                             int(instance.cluster.node_gpu_count.max()), backfill=backfill,
+                             delays=None)
     return _decision(instance, placed)
 
 
@@ -150,7 +179,7 @@ def select(instance: Instance, rule: str, *, backfill: bool = False, window: int
     params = parse_sched2_params(instance.params)
     node_of = instance.cluster.gpu_node
     per_server = int(instance.cluster.node_gpu_count.max())
-    free = free_gpus_by_server(instance)
+    room = ServerRoom(instance)
     delays = dict(policy_state or {})
     placed: list[tuple[Job, list[int]]] = []
 
@@ -164,28 +193,29 @@ def select(instance: Instance, rule: str, *, backfill: bool = False, window: int
     if rule in static:
         # the queue is in submission order, so FIFO needs no sort
         ordered = jobs if rule == "fifo" else sorted(jobs, key=static[rule])
-        placed = _start_in_order([job for _, job in ordered], free, node_of, per_server,
+        placed = _start_in_order([job for _, job in ordered], room, per_server,
                                  backfill=backfill, delays=delays if rule == "dsif" else None)
     elif rule == "saf":
         remaining = dict(jobs)
         while remaining:
             best_key, best_pick = None, None
-            by_demand: dict[int, list[int] | None] = {}  # packing depends only on the demand
-            spans: dict[int, np.ndarray] = {}  # and so do its GPUs per server
-            slowdown: dict[tuple[int, float], float] = {}
-            counts = np.fromiter((len(f) for f in free), dtype=np.int64, count=len(free))
+            # packing depends only on the demand and the per-GPU CPU and RAM shares
+            by_shape: dict[tuple[int, float, float], list[int] | None] = {}
+            spans: dict[tuple[int, float, float], np.ndarray] = {}  # and so do its spans
+            slowdown: dict[tuple[tuple[int, float, float], float], float] = {}
             for i, job in remaining.items():
-                if job.num_gpus not in by_demand:
-                    by_demand[job.num_gpus] = packing(free, job.num_gpus, counts)
-                gpus = by_demand[job.num_gpus]
+                shape = (job.num_gpus, job.cpu_per_gpu, job.ram_gb_per_gpu)
+                if shape not in by_shape:
+                    by_shape[shape] = room.place(job)
+                gpus = by_shape[shape]
                 if gpus is None:
                     continue
                 sens = params.sensitivity(job.model)
-                key_s = (job.num_gpus, sens)
+                key_s = (shape, sens)
                 if key_s not in slowdown:
-                    if job.num_gpus not in spans:
-                        spans[job.num_gpus] = _servers(gpus, node_of)
-                    slowdown[key_s] = locality_slowdown(sens, spans[job.num_gpus])
+                    if shape not in spans:
+                        spans[shape] = _servers(gpus, node_of)
+                    slowdown[key_s] = locality_slowdown(sens, spans[shape])
                 actual = job.duration * slowdown[key_s]
                 key = (actual, job.submit_time, i)
                 if best_key is None or key < best_key:
@@ -193,7 +223,7 @@ def select(instance: Instance, rule: str, *, backfill: bool = False, window: int
             if best_pick is None:
                 break
             i, gpus = best_pick
-            _take(free, gpus, node_of)
+            room.take(remaining[i], gpus)
             placed.append((remaining.pop(i), gpus))
     else:
         raise InputError(f"unknown rule {rule!r}", field="rule", fix=f"use {RULES}")

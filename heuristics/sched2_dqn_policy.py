@@ -24,7 +24,7 @@ import numpy as np
 
 from dlsched.decision import Decision, Placement
 from dlsched.errors import InputError
-from dlsched.heuristics.sched2 import packing
+from dlsched.heuristics.sched2 import ServerRoom
 from dlsched.heuristics.selection_features import (
     PROFILE_PLACEMENTS,
     sched2_slot_features,
@@ -111,9 +111,7 @@ def dqn_decision(instance: Instance, network: NumpyQNetwork) -> Decision:
             f"{cluster.num_nodes} x {m}", field="weights",
             fix="train one for this cluster (`dlsched rl train sched2 --learner dqn --servers "
             "S --gpus-per-server M`) or use the size-agnostic `learned-priority`")
-    busy = instance.gpu_busy
-    free = [[int(g) for g in cluster.gpus_of_node[s] if not busy[g]]
-            for s in range(cluster.num_nodes)]
+    room = ServerRoom(instance)
     gpu_end = np.full(cluster.num_gpus, instance.time)
     for r in instance.running:
         idx = [cluster.gpu_index[g] for g in r.gpus]
@@ -126,7 +124,7 @@ def dqn_decision(instance: Instance, network: NumpyQNetwork) -> Decision:
     while True:
         fits = np.zeros(window + 1, dtype=bool)
         for slot, j in enumerate(queue[:window]):
-            fits[slot] = packing(free, int(instance.jobs[j].num_gpus)) is not None
+            fits[slot] = room.place(instance.jobs[j]) is not None
         if not fits[:window].any():
             break
         fits[window] = not idle
@@ -136,9 +134,8 @@ def dqn_decision(instance: Instance, network: NumpyQNetwork) -> Decision:
             break
         j = queue.pop(action)
         job = instance.jobs[j]
-        gpus = packing(free, int(job.num_gpus))
-        for g in gpus:
-            free[int(cluster.gpu_node[g])].remove(g)
+        gpus = room.place(job)
+        room.take(job, gpus)
         counts = np.unique(cluster.gpu_node[gpus], return_counts=True)[1]
         slow = locality_slowdown(params.sensitivity(job.model), counts)
         gpu_end[gpus] = instance.time + float(job.duration) * slow

@@ -108,3 +108,27 @@ def test_generator_is_deterministic_and_matches_setting():
     assert single == pytest.approx(0.68, abs=0.03)
     gaps = [y.submit_time - x.submit_time for x, y in zip(a.jobs, a.jobs[1:], strict=False)]
     assert sum(gaps) / len(gaps) == pytest.approx(172, rel=0.1)
+
+
+def cpu_bound_snapshot() -> Instance:
+    """2 servers x 4 GPUs with 8 CPUs each; a 4-GPU job needing 3 CPUs per GPU (12 on one
+    server: too many) and a 1-GPU job needing 8 GB of RAM per GPU."""
+    cluster = homogeneous_cluster(2, 4, cpu=8.0, ram_gb=64.0)
+    jobs = (Job(id="wide", submit_time=0.0, num_gpus=4, duration=100.0, cpu_per_gpu=3.0),
+            Job(id="small", submit_time=1.0, num_gpus=1, duration=50.0, ram_gb_per_gpu=8.0))
+    return Instance("sched2", cluster, jobs, time=1.0)
+
+
+@pytest.mark.parametrize("method", ["fifo", "sif", "dsif", "saf", "lrf", "spf",
+                                    "learned-priority"])
+def test_packing_keeps_node_cpu_and_ram(method):
+    snapshot = cpu_bound_snapshot()
+    result = solve(snapshot, method)  # solve() validates: a CPU overrun is a MethodError
+    assert validate(snapshot, result.decision).ok
+    placed = {p.job: p.gpus for p in result.decision.placements}
+    if method == "dsif":  # 2 servers where 1 is its best locality: delayed this round
+        assert "wide" not in placed and result.extra["policy_state"] == {"wide": 1}
+    else:  # packing alone would put "wide" on one server; its CPU share spreads it 2 + 2
+        assert {g.split("/")[0] for g in placed["wide"]} == {"n0", "n1"}
+    # CPU left: 2 per server, so "small" (no CPU share) still fits one of them
+    assert len(placed["small"]) == 1

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import InputError
 from ..heuristics.sched2_priority import FEATURES, PriorityScorer, priority_features
 from ..instance import Instance
 from ..problems.sched2 import locality_slowdown, parse_sched2_params
@@ -69,6 +70,12 @@ class Episode:
                 or len(np.unique(cluster.gpu_locality_group)) != cluster.num_nodes):
             raise ValueError("episodes need an empty homogeneous cluster whose locality "
                              "groups are its servers")
+        shared = next((j for j in jobs if j.cpu_per_gpu or j.ram_gb_per_gpu), None)
+        if shared is not None:
+            raise InputError(f"job {shared.id!r} has CPU or RAM shares per GPU",
+                             field="cpu_per_gpu", source=workload.name,
+                             fix="the fast episodes model GPUs only: train on a workload "
+                             "without CPU or RAM shares")
         sensitivity = np.array([params.sensitivity(j.model) for j in jobs], dtype=float)
         gpus = np.array([j.num_gpus for j in jobs], dtype=np.int64)
         reference = np.ones(len(jobs))
