@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..problems.genie.model import average_normalized_latency, qos_guarantee_pct
-from .engine import SimRun
+from .records import SimRun
 
 JOB_COLUMNS = ("job", "submit", "start", "end", "num_gpus", "nodes", "gpus", "wait", "jct",
                "run", "ideal", "slowdown", "run_slowdown", "locality_slowdown",

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ..files import TABLE_FORMATS, write_table
-from .engine import SimRun
 from .metrics import job_table, summary, utilization_series
+from .records import SimRun
 from .speed import describe
 
 TIMING_FIELDS = ("wall_time_s", "events_per_s")
