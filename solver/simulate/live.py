@@ -45,6 +45,7 @@ from .speed import BoundSpeed
 COMPLETE, WAKE = 0, 1
 WAKE_POLICY, WAKE_PERIOD, WAKE_WATCH = -1, -2, -3
 
+
 class LiveState:
     """The state of one run (module docstring).
 
@@ -72,21 +73,20 @@ class LiveState:
 
     def __init__(self, workload: Instance, speed: BoundSpeed, *, exclusive: bool,
                  record_events: bool) -> None:
-        c = workload.cluster
+        c, jobs = workload.cluster, workload.jobs
         self.cluster = c
         self.speed = speed
         self.exclusive = exclusive
-        self.jobs = workload.jobs
-        self.records = [JobRecord(job, speed.work(job)) for job in workload.jobs]
+        self.jobs = jobs
+        self.records = [JobRecord(job, speed.work(job)) for job in jobs]
         self.by_id = {r.job.id: i for i, r in enumerate(self.records)}
-        jobs = workload.jobs
         self._arrivals = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_time, i))
         self._arrival_t = [jobs[i].submit_time for i in self._arrivals]
         self._n = len(jobs)
         self._a = 0  # next arrival
         self._heap: list[tuple[float, int, int, int, int]] = []
         self._seq = 0
-        self.queue = PendingQueue(workload.jobs)
+        self.queue = PendingQueue(jobs)
         self.running: dict[int, JobRecord] = {}
         G, N = c.num_gpus, c.num_nodes
         self.num_gpus = G
