@@ -410,14 +410,14 @@ class _Engine:
         self._done_before = st.done
         finished, wakes, arrived = st.step(t)
         self.event_count += finished + len(wakes) + arrived
-        if WAKE_PERIOD in wakes and (st.arrivals_left or len(st.queue) or st.running):
-            st.wake(t + self.policy.interval, WAKE_PERIOD)
         woke = bool(wakes)
-        self._changed = bool(finished or arrived) or woke
+        if woke and WAKE_PERIOD in wakes and (st.arrivals_left or len(st.queue) or st.running):
+            st.wake(t + self.policy.interval, WAKE_PERIOD)
+        self._changed = woke or bool(finished or arrived)
         call = woke if self.policy.batch_only else self._changed
         self._worth = self._due() if call else None
-        if WAKE_WATCH in wakes:  # the policy asked to look at its running jobs: called
-            self._worth = True  # even with no queue
+        if woke and WAKE_WATCH in wakes:  # the policy asked to look at its running jobs:
+            self._worth = True  # called even with no queue
         return bool(self._worth)
 
     def end_batch(self) -> None:
