@@ -4,7 +4,7 @@ Heuristics use it to stay feasible; the validator computes loads on its own from
 decision (see ``dlsched.validate``) and trusts none of this.
 
 Also the registry of *view policies*: fast forms of methods that read the simulator's
-live state (``dlsched.simulate.live.SimView``) instead of a rebuilt snapshot.
+live state (``dlsched.simulate.view.SimView``) instead of a rebuilt snapshot.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class ViewPolicy:
     ``can_start(view, **options) -> bool`` is a cheap necessary condition for starting
     anything; when it is False the simulator does not call the policy. ``options`` lists
     the method options the fast form accepts; with any other option the simulator uses the
-    snapshot method. The view (``dlsched.simulate.live.SimView``) is read-only.
+    snapshot method. The view (``dlsched.simulate.view.SimView``) is read-only.
     """
 
     problem: str

@@ -2,11 +2,12 @@
 socket → switch → GPU (middle levels optional; see :mod:`dlsched.topology_graph`).
 
 Builders (:func:`homogeneous_cluster`, :class:`Cluster` from :class:`NodeSpec` lists, the
-instance file's ``cluster.nodes`` form) make the graph; :meth:`Cluster.from_graph`, the
-instance file's ``cluster.graph`` form and :func:`dlsched.topology_io.load_topology` take a
-user's graph. Every derived view (GPU → server, server → rack → domain, the locality level
-of two GPUs or servers, locality groups, link bandwidths) is computed once from the graph
-(each vertex's ancestors, lowest common ancestors) and cached as numpy arrays for hot paths.
+instance file's ``cluster.nodes`` form: :mod:`dlsched.topology_specs`) make the graph;
+:meth:`Cluster.from_graph`, the instance file's ``cluster.graph`` form and
+:func:`dlsched.topology_io.load_topology` take a user's graph. Every derived view (GPU →
+server, server → rack → domain, the locality level of two GPUs or servers, locality
+groups, link bandwidths) is computed once from the graph (each vertex's ancestors, lowest
+common ancestors) and cached as numpy arrays for hot paths.
 
 Written form: a cluster keeps the form it came from. Built from ``NodeSpec`` lists or the
 ``nodes`` form, :meth:`Cluster.to_dict` writes the ``nodes`` form (byte-identical to before,
@@ -26,156 +27,20 @@ import numpy as np
 
 from .errors import InputError
 from .topology_graph import LEVEL_NAMES, Level, check_graph, graph_from_node_link, node_link
+from .topology_specs import (
+    ROOT,
+    GpuSpec,
+    NodeSpec,
+    check_specs,
+    graph_from_specs,
+    specs_from_dicts,
+    specs_to_dicts,
+)
 
 if TYPE_CHECKING:
     import networkx as nx
 
 __all__ = ["Cluster", "GpuSpec", "Level", "NodeSpec", "ROOT", "homogeneous_cluster"]
-
-ROOT = "cluster"
-
-
-@dataclass(frozen=True)
-class GpuSpec:
-    """One GPU as written in an instance file."""
-
-    id: str
-    type: str
-    mem_gb: float
-    speed: float = 1.0
-    socket: str | None = None
-    switch: str | None = None
-
-
-@dataclass(frozen=True)
-class NodeSpec:
-    """One server as written in an instance file."""
-
-    id: str
-    cpu: float
-    ram_gb: float
-    gpus: tuple[GpuSpec, ...]
-    rack: str | None = None
-    domain: str | None = None
-
-
-def _check_specs(nodes: tuple[NodeSpec, ...]) -> None:
-    """The ``nodes`` form's rules, with errors naming ``cluster.nodes[i]`` fields."""
-    seen: dict[str, str] = {ROOT: "the root vertex"}
-
-    def claim(name: str, what: str, field: str) -> None:
-        if name in seen:
-            raise InputError(
-                f"id {name!r} is used twice (as {seen[name]} and as {what})",
-                field=field,
-                fix="give every domain, rack, node and GPU a unique id "
-                f"({ROOT!r} names the root)",
-            )
-        seen[name] = what
-
-    if not nodes:
-        raise InputError(
-            "the cluster has no nodes", field="cluster.nodes", fix="list at least one node"
-        )
-    rack_domain: dict[str, str | None] = {}
-    for i, node in enumerate(nodes):
-        where = f"cluster.nodes[{i}]"
-        claim(node.id, "node", f"{where}.id")
-        for value, name in ((node.cpu, "cpu"), (node.ram_gb, "ram_gb")):
-            if value < 0:
-                raise InputError(
-                    f"{name} = {value}", field=f"{where}.{name}", fix="capacities must be >= 0"
-                )
-        if node.rack is not None:
-            if node.rack in rack_domain and rack_domain[node.rack] != node.domain:
-                raise InputError(
-                    f"rack {node.rack!r} appears in two domains",
-                    field=f"{where}.rack",
-                    fix="a rack belongs to exactly one domain",
-                )
-            rack_domain[node.rack] = node.domain
-        if not node.gpus:
-            raise InputError(
-                "a node without GPUs",
-                field=f"{where}.gpus",
-                fix="list the node's GPUs, or leave the node out",
-            )
-        for k, gpu in enumerate(node.gpus):
-            claim(gpu.id, "GPU", f"{where}.gpus[{k}].id")
-            if gpu.mem_gb < 0:
-                raise InputError(
-                    f"mem_gb = {gpu.mem_gb}",
-                    field=f"{where}.gpus[{k}].mem_gb",
-                    fix="capacities must be >= 0",
-                )
-            if gpu.speed <= 0:
-                raise InputError(
-                    f"speed = {gpu.speed}",
-                    field=f"{where}.gpus[{k}].speed",
-                    fix="speed must be > 0",
-                )
-    for rack in rack_domain:
-        claim(rack, "rack", "cluster.nodes[].rack")
-    for domain in {n.domain for n in nodes if n.domain is not None}:
-        claim(domain, "domain", "cluster.nodes[].domain")
-    inner: dict[str, str] = {}
-    switch_socket: dict[str, str | None] = {}
-    for i, node in enumerate(nodes):
-        for k, gpu in enumerate(node.gpus):
-            if gpu.switch is not None:
-                key = f"{node.id}/{gpu.switch}"
-                if switch_socket.setdefault(key, gpu.socket) != gpu.socket:
-                    raise InputError(
-                        f"switch {gpu.switch!r} of node {node.id!r} appears under two sockets",
-                        field=f"cluster.nodes[{i}].gpus[{k}].switch",
-                        fix="a switch belongs to exactly one socket (or to none)",
-                    )
-            for label, what in ((gpu.socket, "socket"), (gpu.switch, "switch")):
-                if label is None:
-                    continue
-                vertex, field = f"{node.id}/{label}", f"cluster.nodes[{i}].gpus[{k}].{what}"
-                if vertex in seen:
-                    raise InputError(
-                        f"{what} vertex {vertex!r} has the id of a {seen[vertex]}",
-                        field=field, fix="rename the socket/switch or the clashing id",
-                    )
-                if inner.setdefault(vertex, what) != what:
-                    raise InputError(
-                        f"{vertex!r} names both a socket and a switch", field=field,
-                        fix="give sockets and switches of a server different names",
-                    )
-
-
-def _graph_from_specs(nodes: tuple[NodeSpec, ...]) -> nx.DiGraph:
-    """The tree of a checked ``nodes`` form; socket/switch vertices are ``<server>/<name>``."""
-    import networkx as nx
-
-    vertices: dict[str, dict[str, Any]] = {ROOT: {"kind": "cluster"}}
-    edges: dict[tuple[str, str], None] = {}
-    for node in nodes:
-        parent = ROOT
-        for name, kind in ((node.domain, "domain"), (node.rack, "rack")):
-            if name is not None:
-                vertices.setdefault(name, {"kind": kind})
-                edges[(parent, name)] = None
-                parent = name
-        vertices[node.id] = {"kind": "server", "cpu": node.cpu, "ram_gb": node.ram_gb}
-        edges[(parent, node.id)] = None
-        for gpu in node.gpus:
-            up = node.id
-            for label, kind in ((gpu.socket, "socket"), (gpu.switch, "switch")):
-                if label is not None:
-                    vertex = f"{node.id}/{label}"
-                    vertices.setdefault(vertex, {"kind": kind})
-                    edges[(up, vertex)] = None
-                    up = vertex
-            vertices[gpu.id] = {"kind": "gpu", "type": gpu.type, "mem_gb": gpu.mem_gb,
-                                "speed": gpu.speed}
-            edges[(up, gpu.id)] = None
-    g = nx.DiGraph()
-    g.add_nodes_from(vertices.items())
-    g.add_edges_from(edges)
-    return g
 
 
 @dataclass(frozen=True, eq=False)
@@ -272,9 +137,9 @@ class Cluster:
         import networkx as nx
 
         specs = tuple(nodes)
-        _check_specs(specs)
+        check_specs(specs)
         self._specs: tuple[NodeSpec, ...] | None = specs
-        self.graph: nx.DiGraph = nx.freeze(_graph_from_specs(specs))
+        self.graph: nx.DiGraph = nx.freeze(graph_from_specs(specs))
         """The topology tree (edges parent → child, frozen: the views are cached from it);
         every vertex has a ``kind``."""
 
@@ -318,30 +183,7 @@ class Cluster:
         if "nodes" not in data:
             raise InputError("missing field", field="cluster.nodes",
                              fix="give cluster.nodes (servers) or cluster.graph (a topology)")
-        nodes = []
-        for node in data["nodes"]:
-            gpus = tuple(
-                GpuSpec(
-                    id=g["id"],
-                    type=g["type"],
-                    mem_gb=float(g["mem_gb"]),
-                    speed=float(g.get("speed", 1.0)),
-                    socket=g.get("socket"),
-                    switch=g.get("switch"),
-                )
-                for g in node["gpus"]
-            )
-            nodes.append(
-                NodeSpec(
-                    id=node["id"],
-                    cpu=float(node["cpu"]),
-                    ram_gb=float(node["ram_gb"]),
-                    gpus=gpus,
-                    rack=node.get("rack"),
-                    domain=node.get("domain"),
-                )
-            )
-        return cls(nodes)
+        return cls(specs_from_dicts(data["nodes"]))
 
     @property
     def from_graph_form(self) -> bool:
@@ -355,28 +197,7 @@ class Cluster:
         """
         if self._specs is None:
             return {"graph": node_link(self.graph)}
-        out = []
-        for node in self._specs:
-            entry: dict[str, Any] = {"id": node.id}
-            if node.domain is not None:
-                entry["domain"] = node.domain
-            if node.rack is not None:
-                entry["rack"] = node.rack
-            entry["cpu"] = node.cpu
-            entry["ram_gb"] = node.ram_gb
-            gpus = []
-            for g in node.gpus:
-                gpu: dict[str, Any] = {"id": g.id, "type": g.type, "mem_gb": g.mem_gb}
-                if g.speed != 1.0:
-                    gpu["speed"] = g.speed
-                if g.socket is not None:
-                    gpu["socket"] = g.socket
-                if g.switch is not None:
-                    gpu["switch"] = g.switch
-                gpus.append(gpu)
-            entry["gpus"] = gpus
-            out.append(entry)
-        return {"nodes": out}
+        return {"nodes": specs_to_dicts(self._specs)}
 
     @cached_property
     def nodes(self) -> tuple[NodeSpec, ...]:
@@ -472,10 +293,6 @@ class Cluster:
         """
         return self._tree.node_anc[:, int(level)]
 
-    def level_vertices(self, level: Level | int) -> tuple[str, ...]:
-        """Vertex ids at ``level``, in the order of their indices."""
-        return self._tree.vertices[int(level)]
-
     @cached_property
     def node_rack(self) -> np.ndarray:
         """Rack index of each server, -1 where the server has no rack."""
@@ -558,11 +375,6 @@ class Cluster:
     def nodes_per_rack(self) -> dict[int, int]:
         """Number of servers in each rack index."""
         vals, counts = np.unique(self.node_rack[self.node_rack >= 0], return_counts=True)
-        return dict(zip(vals.tolist(), counts.tolist(), strict=True))
-
-    def nodes_per_domain(self) -> dict[int, int]:
-        """Number of servers in each domain index."""
-        vals, counts = np.unique(self.node_domain[self.node_domain >= 0], return_counts=True)
         return dict(zip(vals.tolist(), counts.tolist(), strict=True))
 
 

@@ -1,12 +1,12 @@
 """Event-driven simulation of DL-job workloads under any registered policy."""
 
-from .engine import JobRecord as JobRecord
-from .engine import Policy as Policy
-from .engine import SimRun as SimRun
-from .engine import SimulationError as SimulationError
 from .engine import simulate as simulate
 from .metrics import job_table as job_table
 from .metrics import summary as summary
+from .records import JobRecord as JobRecord
+from .records import Policy as Policy
+from .records import SimRun as SimRun
+from .records import SimulationError as SimulationError
 from .results import save_results as save_results
 from .speed import SpeedModel as SpeedModel
 

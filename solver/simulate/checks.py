@@ -31,10 +31,10 @@ from ..jobs import Job
 from ..problems import Problem, Violation
 from ..topology import Cluster
 from ..validate import TOL, _container_loads
-from .live import LiveCluster
+from .live import LiveState
 
 
-def check_live(live: LiveCluster, decision: Decision, is_pending: Callable[[str], bool],
+def check_live(live: LiveState, decision: Decision, is_pending: Callable[[str], bool],
                job_of: Mapping[str, Job], problem: Problem,
                problem_instance: Callable[[], Instance]) -> list[Violation]:
     """Violations of ``decision`` against the live loads (empty when it is valid).

@@ -1,158 +1,347 @@
-"""The simulator's persistent state: the live cluster, the pending queue, the policy view.
+"""The simulator's live state, with one owner: :class:`LiveState`.
 
-Everything here is updated incrementally by the engine when a job starts or finishes, so
-the cost of an event does not grow with the cluster or the queue:
+Everything that changes during a run is here and changes only through its methods
+(:meth:`~LiveState.step`, :meth:`~LiveState.start`, :meth:`~LiveState.requeue`,
+:meth:`~LiveState.wake`, :meth:`~LiveState.note`); the engine asks it, policies read it
+through ``dlsched.simulate.view``, checks read its loads. It holds:
 
-* :class:`LiveCluster` — per GPU the number of jobs, utilization (percent), memory (GB)
-  and predicted end of its latest job; per server the CPU and RAM in use, its idle GPUs
-  (sorted, cluster order), an index of servers by idle-GPU count, and the running moments
-  of its GPUs' end times that give its fragmentation (SCHED² Eq. 1) at any time.
-* :class:`PendingQueue` — the pending jobs in arrival order with O(1) head, removal and
-  membership, and a count of pending GPU demands.
-* :class:`SimView` — what a *view policy* (``dlsched.state.register_view_policy``) reads:
-  the queue head and order, idle GPUs by server and by count, per-GPU and per-server loads.
-  It is read-only: a policy returns a :class:`~dlsched.decision.Decision` and the engine
-  checks it before anything changes.
+* the per-job records (``dlsched.simulate.records.JobRecord``), the running jobs and the
+  jobs on each GPU, the pending queue (``pending.PendingQueue``);
+* the events to come: arrivals are a list sorted by (submit time, job index) with a
+  pointer; completions and the policy's wake-ups share one heap of ``(time, kind, seq,
+  idx, version)``, so at one time completions (``COMPLETE``) come before wake-ups
+  (``WAKE``), each in push order. A completion carries the job's version stamp: a rate
+  change pushes a new completion with a new stamp instead of searching the heap, and the
+  stale one is skipped when it comes up. A wake-up's ``idx`` is its tag (``WAKE_*``);
+* the loads, updated per started or finished job so the cost of an event does not grow
+  with the cluster or the queue: per GPU the number of jobs, utilization (percent),
+  memory (GB) and predicted end of its latest job; per server the CPU and RAM in use, its
+  idle GPUs (sorted, cluster order), an index of servers by idle-GPU count;
+* what the run records: the event list, the busy-GPU series and the fragmentation log
+  (``fragmentation.FragmentationLog``: a server's moments are recomputed only when one of
+  its GPUs changed).
 
-Fragmentation per server from moments: with k busy GPUs whose latest jobs end at e_i
-(mean m, centred sum of squares V), at time t the remaining times x_i = e_i - t give
-Σx = k (m - t) and Σx² = V + k (m - t)², so a server's value needs only (k, m, V), which
-change only when one of its GPUs does (recomputed exactly from its GPUs then); the mean
-over servers at any t is one vector expression.
+Progress is counted in work seconds at a rate set by the speed model (``BoundSpeed``);
+rates change only at events, and only the jobs sharing a GPU with a starting or finishing
+job have their rates recomputed (their completion is pushed again with a new version).
 """
 
 from __future__ import annotations
 
 import bisect
-from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from ..jobs import Job, RunningJob
-from ..topology import Cluster
+from ..decision import TaskPlacement
+from ..instance import Instance
+from .fragmentation import FragmentationLog
+from .pending import PendingQueue
+from .records import JobRecord
+from .speed import BoundSpeed
+
+COMPLETE, WAKE = 0, 1
+WAKE_POLICY, WAKE_PERIOD, WAKE_WATCH = -1, -2, -3
 
 
-class PendingQueue:
-    """Pending jobs (workload record indices) in arrival order.
+class LiveState:
+    """The state of one run (module docstring).
 
-    Removal anywhere is O(1) (a tombstone); the head pointer skips tombstones, and the
-    order list is compacted when tombstones outnumber live entries.
+    Parameters
+    ----------
+    workload
+        The jobs (with submit times) and the cluster.
+    speed
+        The bound speed models (work of a job, its rate on a placement, interference).
+    exclusive
+        One job per GPU (the problem's ``exclusive_gpus``).
+    record_events
+        Keep the (time, kind, job) list of arrivals, starts, requeues and completions.
     """
 
-    def __init__(self, jobs: Sequence[Job]) -> None:
-        self._jobs = jobs
-        self._order: list[int] = []
-        self._alive: list[bool] = []
-        self._pos: dict[int, int] = {}
-        self._head = 0
-        self._dead = 0
-        self.demand: Counter[int] = Counter()
-        self.version = 0
-        self._cache: tuple[int, tuple[Job, ...]] | None = None
+    # slots: the hot paths read ~40 attributes, and an instance dict past 30 keys loses
+    # CPython's fast attribute lookup (measured: ~5 % of a FIFO replay)
+    __slots__ = ("cluster", "speed", "exclusive", "jobs", "records", "by_id", "_arrivals",
+                 "_arrival_t", "_n", "_a", "_heap", "_seq", "queue", "running", "num_gpus",
+                 "gpu_node", "node_gpus", "mem_cap", "cpu_cap", "ram_cap", "on_gpu",
+                 "jobs_on", "util", "cum_util", "mem", "node_cpu", "node_ram", "gpu_end",
+                 "idle", "max_idle", "by_idle", "open_servers", "idle_total", "node_size",
+                 "version", "_arrays", "_dirty", "frag", "record_events", "events",
+                 "busy_t", "busy_n", "done", "requeues")
 
-    def __len__(self) -> int:
-        return len(self._pos)
-
-    def __contains__(self, idx: object) -> bool:
-        return idx in self._pos
-
-    def add(self, idx: int) -> None:
-        """Append job ``idx`` (arrivals come in order)."""
-        self._pos[idx] = len(self._order)
-        self._order.append(idx)
-        self._alive.append(True)
-        n = self._jobs[idx].num_gpus
-        if n is not None:
-            self.demand[n] += 1
-        self.version += 1
-
-    def remove(self, idx: int) -> None:
-        """Take job ``idx`` out of the queue (it started)."""
-        p = self._pos.pop(idx)
-        self._alive[p] = False
-        self._dead += 1
-        n = self._jobs[idx].num_gpus
-        if n is not None:
-            self.demand[n] -= 1
-            if not self.demand[n]:
-                del self.demand[n]
-        while self._head < len(self._order) and not self._alive[self._head]:
-            self._head += 1
-            self._dead -= 1
-        if self._dead > 64 and self._dead > len(self._pos):
-            self._compact()
-        self.version += 1
-
-    def _compact(self) -> None:
-        keep = [i for p, i in enumerate(self._order[self._head:], self._head) if self._alive[p]]
-        self._order = keep
-        self._alive = [True] * len(keep)
-        self._pos = {i: p for p, i in enumerate(keep)}
-        self._head = self._dead = 0
-
-    def head(self) -> int | None:
-        """Index of the oldest pending job, or None."""
-        return self._order[self._head] if self._head < len(self._order) else None
-
-    def __iter__(self) -> Iterator[int]:
-        order, alive = self._order, self._alive
-        for p in range(self._head, len(order)):
-            if alive[p]:
-                yield order[p]
-
-    def jobs(self) -> tuple[Job, ...]:
-        """The pending jobs in arrival order (cached until the queue changes)."""
-        if self._cache is None or self._cache[0] != self.version:
-            self._cache = (self.version, tuple(self._jobs[i] for i in self))
-        return self._cache[1]
-
-    def min_demand(self) -> int | None:
-        """Smallest GPU count among pending jobs with a fixed demand (None if none)."""
-        return min(self.demand) if self.demand else None
-
-    def all_fixed(self) -> bool:
-        """Every pending job has a fixed GPU count."""
-        return sum(self.demand.values()) == len(self._pos)
-
-
-class LiveCluster:
-    """Loads of the cluster, updated per started/finished job (see the module docstring)."""
-
-    def __init__(self, cluster: Cluster) -> None:
-        self.cluster = cluster
-        self.G = cluster.num_gpus
-        self.N = cluster.num_nodes
-        self.gpu_node: list[int] = cluster.gpu_node.tolist()
-        self.node_gpus: list[list[int]] = [g.tolist() for g in cluster.gpus_of_node]
-        self.mem_cap: list[float] = cluster.gpu_mem_gb.tolist()
-        self.cpu_cap: list[float] = cluster.node_cpu.tolist()
-        self.ram_cap: list[float] = cluster.node_ram_gb.tolist()
-        self.jobs_on = [0] * self.G
-        self.util = [0.0] * self.G
-        self.mem = [0.0] * self.G
-        self.node_cpu = [0.0] * self.N
-        self.node_ram = [0.0] * self.N
-        self.gpu_end = [0.0] * self.G
+    def __init__(self, workload: Instance, speed: BoundSpeed, *, exclusive: bool,
+                 record_events: bool) -> None:
+        c, jobs = workload.cluster, workload.jobs
+        self.cluster = c
+        self.speed = speed
+        self.exclusive = exclusive
+        self.jobs = jobs
+        self.records = [JobRecord(job, speed.work(job)) for job in jobs]
+        self.by_id = {r.job.id: i for i, r in enumerate(self.records)}
+        self._arrivals = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_time, i))
+        self._arrival_t = [jobs[i].submit_time for i in self._arrivals]
+        self._n = len(jobs)
+        self._a = 0  # next arrival
+        self._heap: list[tuple[float, int, int, int, int]] = []
+        self._seq = 0
+        self.queue = PendingQueue(jobs)
+        self.running: dict[int, JobRecord] = {}
+        G, N = c.num_gpus, c.num_nodes
+        self.num_gpus = G
+        self.gpu_node: list[int] = c.gpu_node.tolist()
+        self.node_gpus: list[list[int]] = [g.tolist() for g in c.gpus_of_node]
+        self.mem_cap: list[float] = c.gpu_mem_gb.tolist()
+        self.cpu_cap: list[float] = c.node_cpu.tolist()
+        self.ram_cap: list[float] = c.node_ram_gb.tolist()
+        self.on_gpu: list[list[int]] = [[] for _ in range(G)]
+        self.jobs_on = [0] * G
+        self.util = [0.0] * G
+        self.cum_util = [0.0] * G  # interference load: summed gpu_util of the GPU's jobs
+        self.mem = [0.0] * G
+        self.node_cpu = [0.0] * N
+        self.node_ram = [0.0] * N
+        self.gpu_end = [0.0] * G
         self.idle: list[list[int]] = [list(g) for g in self.node_gpus]
         self.max_idle = max((len(g) for g in self.node_gpus), default=0)
         self.by_idle: list[list[int]] = [[] for _ in range(self.max_idle + 1)]
         for s, g in enumerate(self.node_gpus):
             self.by_idle[len(g)].append(s)
-        self.open_servers = [s for s in range(self.N) if self.idle[s]]
-        self.idle_total = self.G
-        self.node_size = cluster.node_gpu_count.astype(float)
-        self._fw = np.zeros(self.N)  # k / n: busy share of each server's GPUs (0: idle)
-        self._fm = np.zeros(self.N)  # mean predicted end of its busy GPUs
-        self._fq = np.ones(self.N)  # their variance (1 on idle servers, any value works)
-        self._dirty: set[int] = set()
-        self._sample_t: list[float] = []
-        self._log: list[tuple[int, int, float, float, float]] | None = None
-        self.version = 0
+        self.open_servers = [s for s in range(N) if self.idle[s]]
+        self.idle_total = G
+        self.node_size = c.node_gpu_count.astype(float)
+        self.version = 0  # of the loads, for the snapshot arrays' cache
         self._arrays: tuple[int, dict[str, Any]] | None = None
+        self._dirty: set[int] = set()  # servers whose GPU ends changed since the last sample
+        self.frag = FragmentationLog(N)
+        self.record_events = record_events
+        self.events: list[tuple[float, str, str]] = []
+        self.busy_t: list[float] = []
+        self.busy_n: list[int] = []
+        self.done = 0
+        self.requeues = 0
 
-    # ------------------------------------------------------------------ updates
+    # ------------------------------------------------------------------ events
+    def next_time(self) -> float | None:
+        """Time of the next event, or None when none is left."""
+        a, heap = self._a, self._heap
+        if a < self._n:
+            t_arr = self._arrival_t[a]
+            return min(t_arr, heap[0][0]) if heap else t_arr
+        return heap[0][0] if heap else None
+
+    def step(self, t: float) -> tuple[int, list[int], int]:
+        """Apply every event at ``t`` (the next event time): completions, then arrivals.
+
+        Returns (jobs completed, tags of the wake-ups at ``t`` in order, jobs arrived).
+        """
+        records, running = self.records, self.running
+        finished = 0
+        wakes: list[int] = []
+        heap = self._heap
+        while heap and heap[0][0] == t:  # a completion pushed at t meanwhile comes up too
+            _, kind, _, idx, version = heapq.heappop(heap)
+            if kind == COMPLETE:
+                if idx in running and records[idx].version == version:
+                    self._finish(idx, t)
+                    finished += 1
+            else:
+                wakes.append(idx)
+        a = a0 = self._a
+        times, n = self._arrival_t, self._n
+        while a < n and times[a] == t:
+            idx = self._arrivals[a]
+            self.queue.add(idx)
+            if self.record_events:
+                self.events.append((t, "arrive", records[idx].job.id))
+            a += 1
+        self._a = a
+        return finished, wakes, a - a0
+
+    def _push(self, t: float, kind: int, idx: int, version: int) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, kind, self._seq, idx, version))
+
+    def wake(self, t: float, tag: int) -> None:
+        """Wake the policy at ``t`` (``tag``: ``WAKE_POLICY``, ``_PERIOD`` or ``_WATCH``)."""
+        self._push(t, WAKE, tag, 0)
+
+    @property
+    def arrivals_left(self) -> bool:
+        """Some job has not arrived yet."""
+        return self._a < self._n
+
+    @property
+    def first_arrival(self) -> float:
+        """Submit time of the first job (0 without jobs)."""
+        return self._arrival_t[0] if self._arrival_t else 0.0
+
+    def wake_pending(self, tags: tuple[int, ...]) -> bool:
+        """A wake-up with one of ``tags`` is still to come."""
+        return any(kind == WAKE and idx in tags for _, kind, _, idx, _ in self._heap)
+
+    def note(self, t: float, fragmentation: bool) -> None:
+        """Record the busy-GPU count (and, if ``fragmentation``, a sample) after a batch."""
+        n = self.num_gpus - self.idle_total
+        if self.busy_t and self.busy_t[-1] == t:
+            self.busy_n[-1] = n
+        elif not self.busy_n or self.busy_n[-1] != n:
+            self.busy_t.append(t)
+            self.busy_n.append(n)
+        if fragmentation:
+            dirty = self._dirty
+            self.frag.sample(t, [(s, *self._server_stats(s)) for s in dirty] if dirty else [])
+            dirty.clear()
+
+    def _server_stats(self, s: int) -> tuple[float, float, float]:
+        """(k/n, mean predicted end, variance of the ends) of server ``s``'s busy GPUs."""
+        ends = [self.gpu_end[g] for g in self.node_gpus[s] if self.jobs_on[g]]
+        k = len(ends)
+        if not k:
+            return 0.0, 0.0, 1.0
+        m = sum(ends) / k
+        return k / self.node_size[s], m, sum((e - m) * (e - m) for e in ends) / k
+
+    # ------------------------------------------------------------------ jobs
+    def start(self, idx: int, gpu_ids: Sequence[str], t: float,
+              tasks: tuple[TaskPlacement, ...] = ()) -> None:
+        """Job ``idx`` leaves the queue and starts on ``gpu_ids`` (its containers on
+        ``tasks``' servers) at ``t``."""
+        rec = self.records[idx]
+        job = rec.job
+        self.queue.remove(idx)
+        index = self.cluster.gpu_index
+        gpus = tuple(index[g] for g in gpu_ids)
+        rec.gpu_list = gpus
+        rec.gpus = np.array(gpus, dtype=np.int64)
+        rec.start = t
+        rec.last_t = t
+        rec.work_left = rec.work
+        task_nodes = None
+        node_extra = None
+        if tasks:
+            rec.tasks = tasks
+            node_index = self.cluster.node_index
+            task_nodes = {tp.task: node_index[tp.node] for tp in tasks}
+            rec.nodes = len(set(task_nodes.values()))
+            node_extra = {}
+            for c in job.containers:
+                n = task_nodes[c.id]
+                cpu, ram = node_extra.get(n, (0.0, 0.0))
+                node_extra[n] = (cpu + c.cpu, ram + c.ram_gb)
+            rec.node_extra = node_extra
+        else:
+            node_of = self.gpu_node
+            rec.nodes = len({node_of[g] for g in gpus})
+        rec.base_rate, rec.locality_slowdown = self.speed.base_rate(job, gpus, task_nodes)
+        rec.rate = rec.base_rate
+        self.running[idx] = rec
+        for g in gpus:
+            self.on_gpu[g].append(idx)
+        self._hold(gpus, job.gpu_util or 0.0, job.gpu_mem_gb or 0.0, job.cpu_per_gpu,
+                   job.ram_gb_per_gpu, node_extra)
+        if self.speed.interference:
+            u = job.gpu_util or 0.0
+            cum = self.cum_util
+            for g in gpus:
+                cum[g] += u
+            jobs_on = self.jobs_on
+            if any(jobs_on[g] > 1 for g in gpus):
+                rec.rate = rec.base_rate * self.speed.interference_factor(u, gpus, cum)
+                self._rerate(self._neighbours(gpus, idx), t)
+            # alone on all its GPUs: U_g = u_j exactly, the factor is exactly 1.0
+        self._schedule_completion(idx, rec, t)
+        if self.record_events:
+            self.events.append((t, "start", job.id))
+
+    def requeue(self, idx: int, t: float) -> None:
+        """Move running job ``idx`` back to the queue: its GPUs freed, its progress lost."""
+        rec = self.records[idx]
+        self._release(idx, t)
+        rec.attempts.append((float(rec.start), t, rec.gpu_list))
+        rec.start = None
+        rec.gpus = None
+        rec.gpu_list = ()
+        rec.work_left = rec.work
+        rec.version += 1  # its completion in the heap is stale
+        rec.rate = rec.base_rate = 1.0
+        self.queue.add(idx)
+        self.requeues += 1
+        if self.record_events:
+            self.events.append((t, "requeue", rec.job.id))
+
+    def _finish(self, idx: int, t: float) -> None:
+        rec = self.records[idx]
+        self._release(idx, t)
+        rec.end = t
+        rec.work_left = 0.0
+        self.done += 1
+        if self.record_events:
+            self.events.append((t, "complete", rec.job.id))
+
+    def _release(self, idx: int, t: float) -> None:
+        """Free what running job ``idx`` holds and re-rate the jobs sharing its GPUs."""
+        rec = self.running.pop(idx)
+        gpus = rec.gpu_list
+        job = rec.job
+        for g in gpus:
+            self.on_gpu[g].remove(idx)
+        self._unhold(gpus, job.gpu_util or 0.0, job.gpu_mem_gb or 0.0, job.cpu_per_gpu,
+                     job.ram_gb_per_gpu, rec.node_extra)
+        if self.exclusive:
+            for g in gpus:
+                self._set_end(g, 0.0)
+        if self.speed.interference:
+            u = job.gpu_util or 0.0
+            cum = self.cum_util
+            jobs_on = self.jobs_on
+            for g in gpus:
+                cum[g] -= u
+                if not jobs_on[g]:
+                    cum[g] = 0.0  # no float residue
+            self._rerate(self._neighbours(gpus, idx), t)
+        if not self.exclusive:
+            records = self.records
+            for g in gpus:
+                self._set_end(g, max((records[i].pred_end for i in self.on_gpu[g]),
+                                     default=0.0))
+
+    # ------------------------------------------------------------------ rates
+    def _schedule_completion(self, idx: int, rec: JobRecord, t: float) -> None:
+        rec.version += 1
+        end = t + max(rec.work_left, 0.0) / rec.rate
+        rec.pred_end = end
+        self._push(end, COMPLETE, idx, rec.version)
+        if self.exclusive:
+            for g in rec.gpu_list:
+                self._set_end(g, end)
+        else:
+            records = self.records
+            for g in rec.gpu_list:
+                self._set_end(g, max(records[i].pred_end for i in self.on_gpu[g]))
+
+    def _rerate(self, idxs: Iterable[int], t: float) -> None:
+        """Recompute the interference factor of running jobs ``idxs`` at time ``t``."""
+        for idx in idxs:
+            rec = self.running[idx]
+            rec.work_left -= rec.rate * (t - rec.last_t)
+            rec.last_t = t
+            factor = self.speed.interference_factor(rec.job.gpu_util or 0.0, rec.gpu_list,
+                                                    self.cum_util)
+            new = rec.base_rate * factor
+            if new != rec.rate:
+                rec.rate = new
+                self._schedule_completion(idx, rec, t)
+
+    def _neighbours(self, gpus: Iterable[int], skip: int) -> set[int]:
+        out: set[int] = set()
+        for g in gpus:
+            out.update(self.on_gpu[g])
+        out.discard(skip)
+        return out
+
+    # ------------------------------------------------------------------ loads
     def _set_idle(self, s: int, before: int, after: int) -> None:
         level = self.by_idle[before]
         del level[bisect.bisect_left(level, s)]
@@ -162,8 +351,8 @@ class LiveCluster:
         elif after == 0:
             del self.open_servers[bisect.bisect_left(self.open_servers, s)]
 
-    def hold(self, gpus: Sequence[int], util: float, mem: float, cpu_per_gpu: float,
-             ram_per_gpu: float, node_extra: Mapping[int, tuple[float, float]] | None) -> None:
+    def _hold(self, gpus: Sequence[int], util: float, mem: float, cpu_per_gpu: float,
+              ram_per_gpu: float, node_extra: Mapping[int, tuple[float, float]] | None) -> None:
         """A job starts on GPU indices ``gpus`` with these per-GPU loads."""
         node_of = self.gpu_node
         for g in gpus:
@@ -187,9 +376,10 @@ class LiveCluster:
                 self.node_ram[n] += ram
         self.version += 1
 
-    def release(self, gpus: Sequence[int], util: float, mem: float, cpu_per_gpu: float,
-                ram_per_gpu: float, node_extra: Mapping[int, tuple[float, float]] | None) -> None:
-        """A job on ``gpus`` finishes: the reverse of :meth:`hold`."""
+    def _unhold(self, gpus: Sequence[int], util: float, mem: float, cpu_per_gpu: float,
+                ram_per_gpu: float, node_extra: Mapping[int, tuple[float, float]] | None
+                ) -> None:
+        """A job on ``gpus`` finishes: the reverse of :meth:`_hold`."""
         node_of = self.gpu_node
         for g in gpus:
             self.jobs_on[g] -= 1
@@ -214,101 +404,11 @@ class LiveCluster:
                 self.idle_total += 1
         self.version += 1
 
-    def set_end(self, g: int, end: float) -> None:
+    def _set_end(self, g: int, end: float) -> None:
         """Predicted end of the latest job on GPU ``g`` (0 when idle)."""
         self.gpu_end[g] = end
         self._dirty.add(self.gpu_node[g])
 
-    # ------------------------------------------------------------------ metrics
-    @property
-    def busy_count(self) -> int:
-        """GPUs holding at least one job."""
-        return self.G - self.idle_total
-
-    def _server_stats(self, s: int) -> tuple[float, float, float]:
-        """(k/n, mean predicted end, variance of the ends) of server ``s``'s busy GPUs."""
-        ends = [self.gpu_end[g] for g in self.node_gpus[s] if self.jobs_on[g]]
-        k = len(ends)
-        if not k:
-            return 0.0, 0.0, 1.0
-        m = sum(ends) / k
-        return k / self.node_size[s], m, sum((e - m) * (e - m) for e in ends) / k
-
-    def _refresh(self, sample: int) -> None:
-        """Recompute the servers whose GPUs changed; logged as the values from sample
-        index ``sample`` on."""
-        log = self._log
-        for s in self._dirty:
-            w, m, q = self._server_stats(s)
-            self._fw[s], self._fm[s], self._fq[s] = w, m, q
-            if log is not None:
-                log.append((sample, s, w, m, q))
-        self._dirty.clear()
-
-    def fragmentation(self, t: float) -> float:
-        """Mean server fragmentation at ``t`` (SCHED² Eq. 1; module docstring).
-
-        Per busy server 1 - s1² / (n s2) = 1 - (k / n) d² / (V / k + d²) with d = m - t;
-        idle servers (k = 0) count 0. Reads the current state without touching the
-        sample log.
-        """
-        w, m, q = self._fw.copy(), self._fm.copy(), self._fq.copy()
-        for s in self._dirty:
-            w[s], m[s], q[s] = self._server_stats(s)
-        return float(_mean_fragmentation(w[None, :], m[None, :], q[None, :],
-                                         np.array([t]))[0])
-
-    def sample_fragmentation(self, t: float) -> None:
-        """Log the servers changed since the last sample; the values come from
-        :meth:`fragmentation_series` once the run is over (one vector pass)."""
-        if self._log is None:
-            self._log = []
-        if not self._sample_t or self._sample_t[-1] != t:
-            self._sample_t.append(t)
-        if self._dirty:
-            self._refresh(len(self._sample_t) - 1)
-
-    def fragmentation_series(self, chunk: int = 2048) -> tuple[np.ndarray, np.ndarray]:
-        """(sample times, mean server fragmentation at each) of :meth:`sample_fragmentation`.
-
-        Rebuilds each server's (k/n, mean end, variance) at every sample from the log of
-        changes (forward fill, ``chunk`` samples at a time) and evaluates the same formula
-        as :meth:`fragmentation`.
-        """
-        times = np.array(self._sample_t, dtype=float)
-        if not len(times):
-            return times, np.zeros(0)
-        log = self._log or []
-        idx = np.array([e[0] for e in log], dtype=np.int64)
-        srv = np.array([e[1] for e in log], dtype=np.int64)
-        vals = np.array([e[2:] for e in log], dtype=float).reshape(-1, 3)
-        n = self.N
-        state = np.zeros((3, n))
-        state[2] = 1.0  # (w, m, q) of an idle server
-        out = np.empty(len(times))
-        lo = 0
-        for a in range(0, len(times), chunk):
-            b = min(a + chunk, len(times))
-            hi = int(np.searchsorted(idx, b, side="left"))
-            rows = b - a + 1  # row 0: the state before this chunk
-            have = np.zeros((rows, n), dtype=bool)
-            have[0] = True
-            block = np.empty((3, rows, n))
-            block[:, 0, :] = state
-            r, c = idx[lo:hi] - a + 1, srv[lo:hi]
-            for f in range(3):  # later log entries of one (sample, server) win
-                block[f, r, c] = vals[lo:hi, f]
-            have[r, c] = True
-            pick = np.where(have, np.arange(rows)[:, None], 0)
-            np.maximum.accumulate(pick, axis=0, out=pick)
-            cols = np.arange(n)[None, :]
-            w, m, q = (block[f][pick, cols][1:] for f in range(3))
-            out[a:b] = _mean_fragmentation(w, m, q, times[a:b])
-            state = np.stack([w[-1], m[-1], q[-1]])
-            lo = hi
-        return times, out
-
-    # ------------------------------------------------------------------ snapshots
     def arrays(self) -> dict[str, Any]:
         """numpy copies of the loads for an Instance snapshot (cached per version)."""
         if self._arrays is None or self._arrays[0] != self.version:
@@ -320,165 +420,3 @@ class LiveCluster:
         return {"gpu_busy": a["gpu_busy"].copy(),
                 "gpu_usage": (a["gpu_usage"][0].copy(), a["gpu_usage"][1].copy()),
                 "node_usage": (a["node_usage"][0].copy(), a["node_usage"][1].copy())}
-
-
-class LazyRunning(Sequence[RunningJob]):
-    """The running jobs of a snapshot, built only when a policy or check reads them."""
-
-    def __init__(self, make: Any, count: int) -> None:
-        self._make = make
-        self._count = count
-        self._items: tuple[RunningJob, ...] | None = None
-
-    def _all(self) -> tuple[RunningJob, ...]:
-        if self._items is None:
-            self._items = tuple(self._make())
-        return self._items
-
-    def materialize(self) -> None:
-        """Build the running jobs now (before the engine moves on)."""
-        self._all()
-
-    def __len__(self) -> int:
-        return self._count
-
-    def __bool__(self) -> bool:
-        return self._count > 0
-
-    def __getitem__(self, i):  # type: ignore[override]
-        return self._all()[i]
-
-    def __iter__(self) -> Iterator[RunningJob]:
-        return iter(self._all())
-
-    def __eq__(self, other: object) -> bool:
-        return tuple(self) == tuple(other) if isinstance(other, Sequence) else NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class SimView:
-    """Read-only view of the live state for view policies (``dlsched.state``).
-
-    Attributes ``time``, ``cluster``, ``problem`` and ``params`` are plain values; the
-    methods read the engine's live structures without copying them.
-    """
-
-    __slots__ = ("_live", "_queue", "_jobs", "_make_running", "_running", "time", "cluster",
-                 "problem", "params")
-
-    def __init__(self, live: LiveCluster, queue: PendingQueue, jobs: Sequence[Job],
-                 running: Any, time: float, problem: str, params: Mapping[str, Any]) -> None:
-        self._live = live
-        self._queue = queue
-        self._jobs = jobs
-        self._make_running = running
-        self._running: Any = None
-        self.time = time
-        self.cluster = live.cluster
-        self.problem = problem
-        self.params = params
-
-    # queue
-    def head(self) -> Job | None:
-        """The oldest pending job."""
-        i = self._queue.head()
-        return None if i is None else self._jobs[i]
-
-    def queue(self) -> Iterator[Job]:
-        """Pending jobs in arrival order (lazily)."""
-        jobs = self._jobs
-        return (jobs[i] for i in self._queue)
-
-    @property
-    def queue_length(self) -> int:
-        return len(self._queue)
-
-    def min_demand(self) -> int | None:
-        """Smallest GPU demand among pending jobs with a fixed demand."""
-        return self._queue.min_demand()
-
-    # cluster
-    @property
-    def idle_count(self) -> int:
-        """GPUs holding no job."""
-        return self._live.idle_total
-
-    def idle_gpus(self, server: int) -> tuple[int, ...]:
-        """Idle GPU indices of ``server`` in cluster order."""
-        return tuple(self._live.idle[server])
-
-    def servers_with_idle(self, count: int) -> tuple[int, ...]:
-        """Servers with exactly ``count`` idle GPUs, by index."""
-        by = self._live.by_idle
-        return tuple(by[count]) if 0 <= count < len(by) else ()
-
-    def first_server_with_idle(self, count: int, skip: Mapping[int, Any] | set[int] = ()
-                               ) -> int | None:
-        """Lowest-index server with exactly ``count`` idle GPUs that is not in ``skip``."""
-        by = self._live.by_idle
-        if not 0 <= count < len(by):
-            return None
-        for s in by[count]:
-            if s not in skip:
-                return s
-        return None
-
-    @property
-    def max_idle(self) -> int:
-        """Largest possible idle count of a server."""
-        return self._live.max_idle
-
-    def idle_on(self, server: int) -> int:
-        """Number of idle GPUs of ``server``."""
-        return len(self._live.idle[server])
-
-    def open_servers(self) -> Iterator[int]:
-        """Servers with at least one idle GPU, by index (lazily; do not hold across calls)."""
-        return iter(self._live.open_servers)
-
-    def gpu_mem_free(self, g: int) -> float:
-        """Capacity minus memory in use on GPU ``g`` (GB)."""
-        return self._live.mem_cap[g] - self._live.mem[g]
-
-    def node_free(self, n: int) -> tuple[float, float]:
-        """(CPU, RAM in GB) free on server ``n``."""
-        live = self._live
-        return live.cpu_cap[n] - live.node_cpu[n], live.ram_cap[n] - live.node_ram[n]
-
-    def gpu_mem_used(self, g: int) -> float:
-        return self._live.mem[g]
-
-    def gpu_util(self, g: int) -> float:
-        return self._live.util[g]
-
-    def gpu_jobs(self, g: int) -> int:
-        return self._live.jobs_on[g]
-
-    def node_cpu_used(self, n: int) -> float:
-        return self._live.node_cpu[n]
-
-    def node_ram_used(self, n: int) -> float:
-        return self._live.node_ram[n]
-
-    @property
-    def running(self) -> Sequence[RunningJob]:
-        """Running jobs with their remaining time (built on first access)."""
-        if self._running is None:
-            self._running = self._make_running()
-        return self._running
-
-
-def _mean_fragmentation(w: np.ndarray, m: np.ndarray, q: np.ndarray,
-                        t: np.ndarray) -> np.ndarray:
-    """Per row: mean over servers of [w > 0] (1 - w d² / (q + d²)), d = m - t.
-
-    ``w`` = k / n (busy share), ``m`` mean predicted end, ``q`` variance of the ends; a
-    busy server whose GPUs all end exactly at ``t`` (0/0) counts 0, like an idle one.
-    """
-    d = m - t[:, None]
-    d *= d
-    den = q + d
-    with np.errstate(invalid="ignore", divide="ignore"):
-        frag = np.where((w > 0) & (den > 0), 1.0 - w * (d / den), 0.0)
-    return frag.mean(axis=1) if frag.shape[1] else np.zeros(len(t))

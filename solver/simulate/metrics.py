@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..problems.schedule_metrics import average_normalized_latency, qos_guarantee_pct
-from .engine import SimRun
+from .records import SimRun
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..files import TABLE_FORMATS, write_table
-from .engine import SimRun
 from .metrics import job_table, summary, utilization_series
+from .records import SimRun
 from .speed import describe
 
 if TYPE_CHECKING:

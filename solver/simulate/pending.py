@@ -1,0 +1,96 @@
+"""The pending queue of the simulator: jobs waiting to start, in arrival order.
+
+:class:`PendingQueue` gives O(1) head, removal anywhere and membership, the pending jobs as
+a tuple (cached until the queue changes) and a count of pending GPU demands (the cheap
+"can anything fit" tests of the engine and of view policies).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Sequence
+
+from ..jobs import Job
+
+
+class PendingQueue:
+    """Pending jobs (workload record indices) in arrival order.
+
+    Removal anywhere is O(1) (a tombstone); the head pointer skips tombstones, and the
+    order list is compacted when tombstones outnumber live entries.
+    """
+
+    def __init__(self, jobs: Sequence[Job]) -> None:
+        self._jobs = jobs
+        self._order: list[int] = []
+        self._alive: list[bool] = []
+        self._pos: dict[int, int] = {}
+        self._head = 0
+        self._dead = 0
+        self.demand: Counter[int] = Counter()
+        self.version = 0
+        self._cache: tuple[int, tuple[Job, ...]] | None = None
+
+    def __len__(self) -> int:
+        return len(self._pos)
+
+    def __contains__(self, idx: object) -> bool:
+        return idx in self._pos
+
+    def add(self, idx: int) -> None:
+        """Append job ``idx`` (arrivals come in order)."""
+        self._pos[idx] = len(self._order)
+        self._order.append(idx)
+        self._alive.append(True)
+        n = self._jobs[idx].num_gpus
+        if n is not None:
+            self.demand[n] += 1
+        self.version += 1
+
+    def remove(self, idx: int) -> None:
+        """Take job ``idx`` out of the queue (it started)."""
+        p = self._pos.pop(idx)
+        self._alive[p] = False
+        self._dead += 1
+        n = self._jobs[idx].num_gpus
+        if n is not None:
+            self.demand[n] -= 1
+            if not self.demand[n]:
+                del self.demand[n]
+        while self._head < len(self._order) and not self._alive[self._head]:
+            self._head += 1
+            self._dead -= 1
+        if self._dead > 64 and self._dead > len(self._pos):
+            self._compact()
+        self.version += 1
+
+    def _compact(self) -> None:
+        keep = [i for p, i in enumerate(self._order[self._head:], self._head) if self._alive[p]]
+        self._order = keep
+        self._alive = [True] * len(keep)
+        self._pos = {i: p for p, i in enumerate(keep)}
+        self._head = self._dead = 0
+
+    def head(self) -> int | None:
+        """Index of the oldest pending job, or None."""
+        return self._order[self._head] if self._head < len(self._order) else None
+
+    def __iter__(self) -> Iterator[int]:
+        order, alive = self._order, self._alive
+        for p in range(self._head, len(order)):
+            if alive[p]:
+                yield order[p]
+
+    def jobs(self) -> tuple[Job, ...]:
+        """The pending jobs in arrival order (cached until the queue changes)."""
+        if self._cache is None or self._cache[0] != self.version:
+            self._cache = (self.version, tuple(self._jobs[i] for i in self))
+        return self._cache[1]
+
+    def min_demand(self) -> int | None:
+        """Smallest GPU count among pending jobs with a fixed demand (None if none)."""
+        return min(self.demand) if self.demand else None
+
+    def all_fixed(self) -> bool:
+        """Every pending job has a fixed GPU count."""
+        return sum(self.demand.values()) == len(self._pos)

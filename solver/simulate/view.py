@@ -1,0 +1,178 @@
+"""What a policy sees of the live state (``live.LiveState``); nothing here changes it.
+
+* :class:`SimView` — what a *view policy* (``dlsched.state.register_view_policy``) reads:
+  the queue head and order, idle GPUs by server and by count, free GPU memory and server
+  CPU/RAM. A policy returns a :class:`~dlsched.decision.Decision` and the engine checks it
+  before anything changes.
+* :func:`snapshot` — the state as an :class:`~dlsched.instance.Instance` for any other
+  method: the pending queue (or a prefix of it) and the running jobs with their remaining
+  time at the current rate, built only when something reads them (:class:`LazyRunning`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from ..instance import Instance
+from ..jobs import Job, RunningJob
+from .live import LiveState
+
+
+def running_jobs(state: LiveState, t: float, observed: bool) -> list[RunningJob]:
+    """The running jobs at ``t`` as an instance lists them (``observed``: for an observer
+    that saves snapshots as instances, so without the simulator-only fields)."""
+    out = []
+    ids = state.cluster.gpu_ids
+    node_ids = state.cluster.node_ids
+    for rec in state.running.values():
+        job = rec.job
+        left = max(rec.work_left - rec.rate * (t - rec.last_t), 0.0) / rec.rate
+        extra: dict[str, Any] = {}
+        if rec.node_extra:
+            extra["node_cpu"] = {node_ids[n]: v[0] for n, v in rec.node_extra.items()}
+            extra["node_ram_gb"] = {node_ids[n]: v[1] for n, v in rec.node_extra.items()}
+        if not observed:
+            # what a performance-aware policy (PAB) measures: its rate over its rate
+            # without interference, and its start
+            extra["rate_factor"] = rec.rate / rec.base_rate
+            extra["start"] = rec.start
+        out.append(RunningJob(
+            job=job.id, gpus=tuple(ids[g] for g in rec.gpu_list), gpu_util=job.gpu_util or 0.0,
+            gpu_mem_gb=job.gpu_mem_gb or 0.0, cpu_per_gpu=job.cpu_per_gpu,
+            ram_gb_per_gpu=job.ram_gb_per_gpu, remaining_s=left, extra=extra))
+    return out
+
+
+class LazyRunning(Sequence[RunningJob]):
+    """The running jobs of a snapshot, built only when a policy or check reads them."""
+
+    def __init__(self, make: Callable[[], list[RunningJob]], count: int) -> None:
+        self._make = make
+        self._count = count
+        self._items: tuple[RunningJob, ...] | None = None
+
+    def _all(self) -> tuple[RunningJob, ...]:
+        if self._items is None:
+            self._items = tuple(self._make())
+        return self._items
+
+    def materialize(self) -> None:
+        """Build the running jobs now (before the engine moves on)."""
+        self._all()
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __bool__(self) -> bool:
+        return self._count > 0
+
+    def __getitem__(self, i):  # type: ignore[override]
+        return self._all()[i]
+
+    def __iter__(self) -> Iterator[RunningJob]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        return tuple(self) == tuple(other) if isinstance(other, Sequence) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def lazy_running(state: LiveState, t: float, observed: bool) -> LazyRunning:
+    """:func:`running_jobs` at ``t``, built on first access."""
+    return LazyRunning(lambda: running_jobs(state, t, observed), len(state.running))
+
+
+def snapshot(state: LiveState, workload: Instance, t: float, jobs: tuple[Job, ...] | None,
+             observed: bool) -> Instance:
+    """The state at ``t`` as an Instance: the pending queue, or ``jobs`` (a prefix of it).
+
+    The derived loads (``gpu_busy``, ``gpu_usage``, ``node_usage``, ``job_index``) are
+    seeded from the live state instead of being recomputed from the running jobs; they are
+    the same numbers (``tests/test_sim_engine.py`` checks it).
+    """
+    if jobs is None:
+        jobs = state.queue.jobs()
+    snap = Instance(problem=workload.problem, cluster=state.cluster, jobs=jobs,
+                    params=workload.params, running=lazy_running(state, t, observed), time=t,
+                    name=f"{workload.name or 'workload'}@{t:g}")
+    snap.__dict__.update(state.arrays(), job_index={job.id: i for i, job in enumerate(jobs)})
+    return snap
+
+
+class SimView:
+    """Read-only view of the live state for view policies (``dlsched.state``).
+
+    Attributes ``time``, ``cluster``, ``problem`` and ``params`` are plain values; the
+    methods read the live structures without copying them.
+    """
+
+    __slots__ = ("_state", "_queue", "_jobs", "time", "cluster", "problem", "params")
+
+    def __init__(self, state: LiveState, problem: str, params: Mapping[str, Any]) -> None:
+        self._state = state
+        self._queue = state.queue
+        self._jobs = state.jobs
+        self.time = 0.0
+        self.cluster = state.cluster
+        self.problem = problem
+        self.params = params
+
+    # queue
+    def head(self) -> Job | None:
+        """The oldest pending job."""
+        i = self._queue.head()
+        return None if i is None else self._jobs[i]
+
+    def queue(self) -> Iterator[Job]:
+        """Pending jobs in arrival order (lazily)."""
+        jobs = self._jobs
+        return (jobs[i] for i in self._queue)
+
+    def min_demand(self) -> int | None:
+        """Smallest GPU demand among pending jobs with a fixed demand."""
+        return self._queue.min_demand()
+
+    # cluster
+    @property
+    def idle_count(self) -> int:
+        """GPUs holding no job."""
+        return self._state.idle_total
+
+    def idle_gpus(self, server: int) -> tuple[int, ...]:
+        """Idle GPU indices of ``server`` in cluster order."""
+        return tuple(self._state.idle[server])
+
+    def first_server_with_idle(self, count: int, skip: Mapping[int, Any] | set[int] = ()
+                               ) -> int | None:
+        """Lowest-index server with exactly ``count`` idle GPUs that is not in ``skip``."""
+        by = self._state.by_idle
+        if not 0 <= count < len(by):
+            return None
+        for s in by[count]:
+            if s not in skip:
+                return s
+        return None
+
+    @property
+    def max_idle(self) -> int:
+        """Largest possible idle count of a server."""
+        return self._state.max_idle
+
+    def idle_on(self, server: int) -> int:
+        """Number of idle GPUs of ``server``."""
+        return len(self._state.idle[server])
+
+    def open_servers(self) -> Iterator[int]:
+        """Servers with at least one idle GPU, by index (lazily; do not hold across calls)."""
+        return iter(self._state.open_servers)
+
+    def gpu_mem_free(self, g: int) -> float:
+        """Capacity minus memory in use on GPU ``g`` (GB)."""
+        return self._state.mem_cap[g] - self._state.mem[g]
+
+    def node_free(self, n: int) -> tuple[float, float]:
+        """(CPU, RAM in GB) free on server ``n``."""
+        state = self._state
+        return state.cpu_cap[n] - state.node_cpu[n], state.ram_cap[n] - state.node_ram[n]
