@@ -338,5 +338,10 @@ def fifo_live(view, *, backfill: bool = False) -> Decision:
     return Decision.of(placed)
 
 
+def _gpus_only(workload: Instance) -> bool:
+    """The fast form places by idle GPUs alone: no job may have CPU or RAM shares."""
+    return not any(j.cpu_per_gpu or j.ram_gb_per_gpu for j in workload.jobs)
+
+
 register_view_policy(ViewPolicy("sched2", "fifo", fifo_live, fifo_can_start,
-                                frozenset({"backfill"})))
+                                frozenset({"backfill"}), _gpus_only))

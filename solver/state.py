@@ -81,7 +81,9 @@ class ViewPolicy:
     ``can_start(view, **options) -> bool`` is a cheap necessary condition for starting
     anything; when it is False the simulator does not call the policy. ``options`` lists
     the method options the fast form accepts; with any other option the simulator uses the
-    snapshot method. The view (``dlsched.simulate.view.SimView``) is read-only.
+    snapshot method, and so it does for a workload that ``applies(workload)`` refuses (a
+    fast form that models less than the method, e.g. no node CPU or RAM). The view
+    (``dlsched.simulate.view.SimView``) is read-only.
     """
 
     problem: str
@@ -89,6 +91,7 @@ class ViewPolicy:
     decide: Callable[..., Any]
     can_start: Callable[..., bool]
     options: frozenset[str] = frozenset()
+    applies: Callable[[Instance], bool] = lambda workload: True
 
 
 _VIEW_POLICIES: dict[tuple[str, str], ViewPolicy] = {}

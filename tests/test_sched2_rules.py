@@ -9,6 +9,7 @@ from dlsched.heuristics.sched2 import packing, select
 from dlsched.instance_io import check_instance
 from dlsched.instances.sched2_gen import generate_sched2
 from dlsched.problems.sched2 import locality_profile, locality_slowdown, remote_peer_share
+from dlsched.simulate import job_table, simulate
 from dlsched.solve import solve
 from dlsched.validate import evaluate, validate
 
@@ -132,3 +133,15 @@ def test_packing_keeps_node_cpu_and_ram(method):
         assert {g.split("/")[0] for g in placed["wide"]} == {"n0", "n1"}
     # CPU left: 2 per server, so "small" (no CPU share) still fits one of them
     assert len(placed["small"]) == 1
+
+
+def test_simulated_fifo_keeps_node_cpu_with_or_without_its_fast_form():
+    jobs = tuple(Job(id=f"j{i}", submit_time=float(i), num_gpus=4, duration=100.0,
+                     cpu_per_gpu=3.0) for i in range(4))
+    workload = Instance("sched2", homogeneous_cluster(2, 4, cpu=8.0), jobs)
+    fast = job_table(simulate(workload, "fifo", record_events=False))
+    full = job_table(simulate(workload, "fifo", check="full", record_events=False))
+    assert fast[["job", "start", "end"]].equals(full[["job", "start", "end"]])
+    # one job at a time: 12 CPUs of 16 in use, spread 2 + 2 GPUs over both servers
+    assert fast["start"].tolist() == [0.0, 100.0, 200.0, 300.0]
+    assert (fast["nodes"] == 2).all()

@@ -14,7 +14,6 @@ import pytest
 SIMULATE = Path(__file__).resolve().parents[1] / "solver" / "simulate"
 
 LAYERS = (
-    ("speed",),
     ("records", "pending", "fragmentation"),
     ("live",),
     ("view", "checks", "caller"),

@@ -10,8 +10,8 @@ import pytest
 from dlsched import Instance, Job, homogeneous_cluster
 from dlsched.instances.liquid_gen import generate_liquid_workload
 from dlsched.jobs import Container
+from dlsched.problems.rates import BoundSpeed
 from dlsched.simulate import Policy, SimulationError, SpeedModel, simulate
-from dlsched.simulate.speed import BoundSpeed
 
 EXACT = Policy("exact", backend="cbc", time_limit=30)
 

@@ -39,8 +39,8 @@ from ..heuristics.sched2 import packing
 from ..heuristics.selection_features import PROFILE_PLACEMENTS, sched2_slot_features
 from ..instance import Instance
 from ..instances.sched2_gen import generate_sched2
+from ..problems.rates import SpeedModel
 from ..problems.sched2 import SENSITIVITY, parse_sched2_params
-from ..simulate.speed import SpeedModel
 from .selection_env import EpisodeJob, JobSelectionEnv
 
 ENV_ID = "dlsched/Sched2-v0"

@@ -60,7 +60,7 @@ class Episode:
     def of(cls, workload: Instance) -> Episode:
         """The arrays of a SCHED² workload on an empty homogeneous cluster whose locality
         groups are its servers (what the simulator's SCHED² rate model reads)."""
-        from ..simulate.speed import SpeedModel
+        from ..problems.rates import SpeedModel
 
         params = parse_sched2_params(workload.params)
         jobs = sorted(workload.jobs, key=lambda j: j.submit_time)

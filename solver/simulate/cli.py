@@ -21,11 +21,10 @@ from ..files import check_output
 from ..instance import Instance
 from ..instance_io import check_instance, load_instance
 from ..problems import get_problem
-from ..problems.rates import interference_names, locality_names, supports_packed
+from ..problems.rates import SpeedModel, interference_names, locality_names, supports_packed
 from ..topology_io import load_topology
 from .engine import Policy, SimulationError, simulate
 from .results import save_results
-from .speed import SpeedModel
 
 MIN_INTERVAL = 1e-3
 """Shortest --interval, seconds (a shorter one is absorbed by the clock: t + dt == t)."""

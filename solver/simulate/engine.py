@@ -79,13 +79,13 @@ from ..errors import InputError
 from ..instance import Instance
 from ..jobs import Job
 from ..problems import get_problem
+from ..problems.rates import BoundSpeed, SpeedModel
 from ..state import view_policy
 from ..validate import validate
 from .caller import PolicyCaller
 from .checks import check_live, check_requeue, check_schedule
 from .live import WAKE_PERIOD, WAKE_POLICY, WAKE_WATCH, LiveState
 from .records import CHECK_MODES, Policy, SimRun, SimulationError
-from .speed import BoundSpeed, SpeedModel
 from .view import SimView, lazy_running
 from .view import snapshot as make_snapshot
 
@@ -183,7 +183,7 @@ class _Engine:
         vp = view_policy(workload.problem, policy.method)
         use_view = (vp is not None and check == "fast" and observe is None
                     and not self.caller.via_solve and not self.prefix
-                    and set(policy.options) <= vp.options)
+                    and set(policy.options) <= vp.options and vp.applies(workload))
         self.view_policy = vp if use_view else None
         self._view = SimView(self.state, workload.problem, workload.params)
         self.calls = 0

@@ -37,10 +37,10 @@ import numpy as np
 
 from ..decision import TaskPlacement
 from ..instance import Instance
+from ..problems.rates import BoundSpeed
 from .fragmentation import FragmentationLog
 from .pending import PendingQueue
 from .records import JobRecord
-from .speed import BoundSpeed
 
 COMPLETE, WAKE = 0, 1
 WAKE_POLICY, WAKE_PERIOD, WAKE_WATCH = -1, -2, -3

@@ -15,7 +15,7 @@ import numpy as np
 from ..decision import TaskPlacement
 from ..instance import Instance
 from ..jobs import Job
-from .speed import SpeedModel
+from ..problems.rates import SpeedModel
 
 CHECK_MODES = ("fast", "full")
 

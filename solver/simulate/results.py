@@ -10,6 +10,7 @@ tests check the data and never the pixels.
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,6 @@ import numpy as np
 from ..files import TABLE_FORMATS, write_table
 from .metrics import job_table, summary, utilization_series
 from .records import SimRun
-from .speed import describe
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -45,7 +45,7 @@ def save_results(run: SimRun, out_dir: str | Path, *, fmt: str = "csv",
     timing = {k: summ[k] for k in TIMING_FIELDS if k in summ}
     doc = {"workload": run.workload.name, "workload_sha256": run.workload.sha256,
            "problem": run.workload.problem, "policy": run.policy.label,
-           "policy_options": run.policy.options, "speed": describe(run.speed),
+           "policy_options": run.policy.options, "speed": asdict(run.speed),
            "summary": {k: v for k, v in summ.items() if k not in timing}}
     # wall-clock figures go to their own file, so seeded runs write identical summaries
     (out / "summary.json").write_text(json.dumps(doc, indent=1, default=float) + "\n")
