@@ -45,7 +45,8 @@ EXIT_INTERNAL = 3
 def _cmd_generate(args: argparse.Namespace) -> int:
     spec = generators()[args.problem]
     kwargs = {k: v for k, v in vars(args).items()
-              if k not in ("command", "problem", "output", "func", "option_names")}
+              if k not in ("command", "problem", "output", "func", "option_names",
+                           "command_line")}
     check_output(args.output, "--output")
     for key, value in kwargs.items():
         if isinstance(value, float) and not math.isfinite(value):
