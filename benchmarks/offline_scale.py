@@ -24,6 +24,7 @@ import pandas as pd
 
 from dlsched.formulations.offline.methods import METHODS
 from dlsched.instances.sched2_gen import generate_sched2
+from dlsched.markdown import markdown_table
 from dlsched.solve import solve
 
 OBJECTIVE_METHOD = {objective: name for name, objective in METHODS.items()}
@@ -79,13 +80,6 @@ def scale_rows(jobs: Iterable[int] = (8, 12, 16, 20), *, servers: int = 2,
     return rows
 
 
-def _markdown(df: pd.DataFrame) -> str:
-    lines = ["| " + " | ".join(map(str, df.columns)) + " |",
-             "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(map(str, row)) + " |" for row in df.itertuples(index=False)]
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clusters", default="2x4", help="servers x GPUs, comma-separated")
@@ -110,7 +104,8 @@ def main(argv: list[str] | None = None) -> None:
         proven=("proven", "sum"), runs=("proven", "size"), cpu_median=("cpu_s", "median"),
         cpu_max=("cpu_s", "max"), gap_max=("gap", "max"), exact_grid=("exact_grid", "sum"))
     print(f"load average {os.getloadavg()[0]:.2f} (1 min) at the end")
-    print(_markdown(table.round(3).reset_index()))
+    frame = table.round(3).reset_index()
+    print(markdown_table(list(frame.columns), frame.itertuples(index=False)))
     summary = {f"{c} {n} {o}": {k: (round(float(v), 4) if isinstance(v, float) else int(v))
                                 for k, v in rec.items()}
                for (c, n, o), rec in table.to_dict("index").items()}

@@ -17,6 +17,7 @@ from pathlib import Path
 from ..cli_support import EXIT_OK, seed_value
 from ..errors import InputError
 from ..files import check_output
+from ..markdown import markdown_table
 
 SHARES = (0.6, 0.68, 0.75)
 """The one-GPU shares of the paper's three job mixes (Fig. 7); search trains on all."""
@@ -215,11 +216,10 @@ def evaluate_command(args: argparse.Namespace) -> int:
     if args.csv:
         table.to_csv(args.csv, index=False)
     stats = table.groupby("policy", sort=False).agg(["mean", "std"])
-    print("| policy | mean E | E std | makespan h | mean JCT h | mean wait h |")
-    print("|---|---|---|---|---|---|")
-    for name, row in stats.iterrows():
-        print(f"| {name} | {row[('effectiveness_mean', 'mean')]:.3f}"
-              f" | {row[('effectiveness_mean', 'std')]:.3f}"
-              f" | {row[('makespan', 'mean')] / 3600:.1f} | {row[('jct_mean', 'mean')] / 3600:.2f}"
-              f" | {row[('wait_mean', 'mean')] / 3600:.2f} |")
+    print(markdown_table(
+        ["policy", "mean E", "E std", "makespan h", "mean JCT h", "mean wait h"],
+        [[name, f"{row[('effectiveness_mean', 'mean')]:.3f}",
+          f"{row[('effectiveness_mean', 'std')]:.3f}", f"{row[('makespan', 'mean')] / 3600:.1f}",
+          f"{row[('jct_mean', 'mean')] / 3600:.2f}", f"{row[('wait_mean', 'mean')] / 3600:.2f}"]
+         for name, row in stats.iterrows()]))
     return EXIT_OK
