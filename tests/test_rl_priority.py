@@ -179,3 +179,14 @@ def _subparser(parser, *path):
         action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
         parser = action.choices[word]
     return parser
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in WORKLOADS.glob("*.json.gz")
+                                        if p.name.startswith(("itp-", "philly-"))))
+def test_shipped_weights_act_on_every_committed_trace(name):
+    workload = load_instance(WORKLOADS / name)
+    head = workload.replace(jobs=tuple(sorted(workload.jobs,
+                                              key=lambda j: j.submit_time)[:150]))
+    run = simulate(head, Policy("learned-priority"), record_events=False)
+    table = job_table(run)
+    assert len(table) == 150 and table["end"].notna().all()
