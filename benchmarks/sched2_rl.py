@@ -13,18 +13,21 @@ must give the shipped weights bit for bit), then runs every policy through the s
   ``num_gpus × duration^a`` with ``a`` tuned on a grid over the training episodes;
 * **generalization**: the same agents, without retraining, on 10 × 8, 30 × 8 and
   101 × 8 GPUs at the same load per GPU (inter-arrival 120 s × 15 / servers), 68 %;
-* **heavy regime** (``--heavy``): episodes whose median ideal time is 5270 s instead of
+* **heavy regime** (part ``heavy``): episodes whose median ideal time is 5270 s instead of
   1800 s, calibrated so that SPF's mean wait on training seeds 0-4 is Fig. 10b's
   baseline wait (19,075 s), with an agent trained there;
-* **ablation** (``--ablation``): warm start only (SPF's order), the agent, no warm start
+* **ablation** (part ``ablation``): warm start only (SPF's order), the agent, no warm start
   (zero weights, the same generations), and windows J = 10 and 30;
 * **small workloads**: on 2 × 4 GPUs with ``--small-jobs`` jobs, the shipped agent's and
   the rules' makespan and total completion time beside the exact offline optima
   (``offline-makespan``, ``offline-wct``; the exact model of the agent's own objective,
   mean E, is not written yet: ``"optimum": null``).
 
-    python -m dlsched.benchmarks.sched2_rl [--episodes 30] [--train-seeds 3] [--heavy]
-                                           [--ablation]
+    python -m dlsched.benchmarks.sched2_rl [--episodes 30] [--train-seeds 3]
+                                           [--parts main,heavy,ablation,small]
+
+The default parts are ``main`` (by share and generalization) and ``small``; each part can
+run in its own process.
 
 The last line is one JSON object with every number.
 """
@@ -67,6 +70,7 @@ HEAVY_MEDIAN_S = 5270.0
 TRAIN_PER_SHARE = 4
 COMPOSITE_GRID = tuple(round(a, 2) for a in np.arange(0.1, 1.01, 0.1))
 METRICS = ("effectiveness_mean", "jct_mean", "makespan", "wait_mean")
+PARTS = {"main", "heavy", "ablation", "small"}
 
 
 def _weights_file(folder: Path, name: str, weights: np.ndarray) -> str:
@@ -74,6 +78,11 @@ def _weights_file(folder: Path, name: str, weights: np.ndarray) -> str:
     save_file({"weights": np.asarray(weights, dtype=np.float64)}, str(path),
               metadata={"features": json.dumps(list(FEATURES))})
     return str(path)
+
+
+def _composite_weights(exponent: float) -> np.ndarray:
+    """Learned-priority weights whose order is ``num_gpus × duration^exponent``."""
+    return np.array([np.log(2.0), exponent, *([0.0] * (len(FEATURES) - 2))])
 
 
 def train_agents(folder: Path, spec: EpisodeSpec, seeds: int,
@@ -208,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-seeds", type=int, default=3, help="training seeds (3)")
     parser.add_argument("--generalization-episodes", type=int, default=10,
                         help="test episodes per other cluster (10)")
-    parser.add_argument("--heavy", action="store_true", help="also the heavy regime")
-    parser.add_argument("--ablation", action="store_true", help="also the ablation")
+    parser.add_argument("--parts", default="main,small",
+                        help="comma-separated: main, heavy, ablation, small (main,small)")
     parser.add_argument("--jobs", type=int, default=1000, help="jobs per episode (1000)")
     parser.add_argument("--generations", type=int, default=SearchSettings.generations,
                         help="CEM generations per training (the shipped 20)")
@@ -221,57 +230,61 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=60.0,
                         help="seconds per offline solve (60)")
     args = parser.parse_args(argv)
+    parts = set(args.parts.split(","))
+    if not parts <= PARTS:
+        parser.error(f"--parts: use some of {sorted(PARTS)}")
     start = time.process_time()
     spec = EpisodeSpec(jobs=args.jobs)
     settings = SearchSettings(generations=args.generations, population=args.population,
                               elites=min(SearchSettings.elites, args.population))
     shipped_settings = settings == SearchSettings() and spec == EpisodeSpec()
     test_seeds = list(TEST_SEEDS)[: args.episodes]
+    result: dict = {"benchmark": "sched2_rl", "agent": "learned-priority",
+                    "learner": "cross-entropy method", "parts": sorted(parts)}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        agents, train_cpu = train_agents(folder, spec, args.train_seeds, settings)
-        reproduced = all(np.array_equal(a, b) for a, b in zip(
-            load_file(agents[0]).values(), load_file(shipped_weights()).values(),
-            strict=True)) if shipped_settings else None
-        a = tune_composite(spec)
-        composite = _weights_file(folder, "composite",
-                                  np.array([np.log(2.0), a, *([0.0] * (len(FEATURES) - 2))]))
-        result: dict = {"benchmark": "sched2_rl", "agent": "learned-priority",
-                        "learner": "cross-entropy method", "train_seeds": args.train_seeds,
-                        "train_cpu_s": round(train_cpu / args.train_seeds, 1),
-                        "seed0_reproduces_shipped_weights": reproduced,
-                        "composite_exponent": a, "episodes": args.episodes, "by_share": {}}
-        for share in SHARES:
-            workloads = replace(spec, single_share=share).workloads(test_seeds)
-            row = compare_on(workloads, agents, composite, {"dqn": Policy("dqn")})
-            result["by_share"][f"{share:g}"] = row
-            print_share(f"{share:.0%} one-GPU jobs, {args.episodes} test episodes", row)
-        result["generalization"] = {}
-        for servers in (10, 30, 101):
-            other = replace(spec, servers=servers, interarrival=120.0 * 15 / servers)
-            workloads = other.workloads(test_seeds[: args.generalization_episodes])
-            row = compare_on(workloads, agents, composite)
-            result["generalization"][f"{servers}x8"] = {
-                "agent_E": row["agent_E"], "best_rule": row["best_rule"],
-                "best_rule_E": row["best_rule_E"], "sif_E": row["rules"]["sif"][
-                    "effectiveness_mean"], "composite_E": row["composite_E"]}
-            print_share(f"{servers} x 8 GPUs (not trained on), 68 %", row)
-        if args.heavy:
+        if "main" in parts:
+            agents, train_cpu = train_agents(folder, spec, args.train_seeds, settings)
+            reproduced = all(np.array_equal(a, b) for a, b in zip(
+                load_file(agents[0]).values(), load_file(shipped_weights()).values(),
+                strict=True)) if shipped_settings else None
+            a = tune_composite(spec)
+            composite = _weights_file(folder, "composite", _composite_weights(a))
+            result.update({"train_seeds": args.train_seeds,
+                           "train_cpu_s": round(train_cpu / args.train_seeds, 1),
+                           "seed0_reproduces_shipped_weights": reproduced,
+                           "composite_exponent": a, "episodes": args.episodes,
+                           "by_share": {}, "generalization": {}})
+            for share in SHARES:
+                workloads = replace(spec, single_share=share).workloads(test_seeds)
+                row = compare_on(workloads, agents, composite, {"dqn": Policy("dqn")})
+                result["by_share"][f"{share:g}"] = row
+                print_share(f"{share:.0%} one-GPU jobs, {args.episodes} test episodes", row)
+            for servers in (10, 30, 101):
+                other = replace(spec, servers=servers, interarrival=120.0 * 15 / servers)
+                workloads = other.workloads(test_seeds[: args.generalization_episodes])
+                row = compare_on(workloads, agents, composite)
+                result["generalization"][f"{servers}x8"] = {
+                    "agent_E": row["agent_E"], "best_rule": row["best_rule"],
+                    "best_rule_E": row["best_rule_E"], "sif_E": row["rules"]["sif"][
+                        "effectiveness_mean"], "composite_E": row["composite_E"]}
+                print_share(f"{servers} x 8 GPUs (not trained on), 68 %", row)
+        if "heavy" in parts:
             heavy = replace(spec, median_duration=HEAVY_MEDIAN_S)
             heavy_agents, _ = train_agents(folder, heavy, args.train_seeds, settings)
-            heavy_composite = _weights_file(folder, "heavy-composite", np.array(
-                [np.log(2.0), tune_composite(heavy), *([0.0] * (len(FEATURES) - 2))]))
+            heavy_composite = _weights_file(folder, "heavy-composite",
+                                            _composite_weights(tune_composite(heavy)))
             row = compare_on(heavy.workloads(test_seeds), heavy_agents, heavy_composite)
             result["heavy"] = row
             print_share("heavy regime (median ideal time 5270 s), 68 %", row)
-        if args.ablation:
+        if "ablation" in parts:
             result["ablation"] = ablation(folder, spec, test_seeds, settings)
-        result["small"] = small_workloads(args.small_workloads, args.small_jobs,
-                                          args.time_limit)
-        result["optimum"] = None  # the exact mean-E model is not written yet (docs/rl.md)
-        paper = claim("sched2.fig7.E-68").value
-        result["paper_E_gain_68"] = paper
-        result["cpu_s"] = round(time.process_time() - start, 1)
+        if "small" in parts:
+            result["small"] = small_workloads(args.small_workloads, args.small_jobs,
+                                              args.time_limit)
+    result["optimum"] = None  # the exact mean-E model is not written yet (docs/rl.md)
+    result["paper_E_gain_68"] = claim("sched2.fig7.E-68").value
+    result["cpu_s"] = round(time.process_time() - start, 1)
     print(json.dumps(result, sort_keys=True))
     return 0
 
