@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from dlsched.errors import InputError
+from dlsched.heuristics.weights import read_safetensors
 from dlsched.instance import Instance
 from dlsched.problems.inference import InferenceData, inference_data
 from dlsched.problems.inference.policies import ServeState
@@ -174,16 +175,7 @@ class PGPolicy:
 
 def read_weights(path: str | Path) -> dict[str, np.ndarray]:
     """Weights from a safetensors file (numpy; never pickle)."""
-    from safetensors.numpy import load_file
-
-    try:
-        return load_file(str(path))
-    except FileNotFoundError:
-        raise InputError("no such weights file", field="weights", source=str(path),
-                         fix="pass a .safetensors file written by dlsched rl train") from None
-    except Exception as exc:  # malformed file: say so in one line
-        raise InputError(f"cannot read weights: {exc}", field="weights", source=str(path),
-                         fix="pass a .safetensors file written by dlsched rl train") from None
+    return read_safetensors(path, "dlsched rl train inference")[0]
 
 
 def shipped_weights(gpus: str = "p2:1") -> Path:

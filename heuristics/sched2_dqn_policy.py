@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from pathlib import Path
 
 import numpy as np
 
@@ -30,6 +29,7 @@ from dlsched.heuristics.selection_features import (
     sched2_slot_features,
     selection_observation,
 )
+from dlsched.heuristics.weights import read_safetensors
 from dlsched.instance import Instance
 from dlsched.problems.sched2 import locality_slowdown, parse_sched2_params
 
@@ -62,22 +62,13 @@ class NumpyQNetwork:
 @cache
 def load_network(path: str) -> NumpyQNetwork:
     """Weights saved by ``dlsched rl train sched2`` (safetensors, metadata ``shape``)."""
-    from safetensors import SafetensorError, safe_open
-    from safetensors.numpy import load_file
-
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("no such weights file", field="weights",
-                         fix="train with `dlsched rl train sched2` or omit it for the "
-                         "shipped agent", source=str(p))
+    tensors, meta = read_safetensors(path, "dlsched rl train sched2 --learner dqn")
     try:
-        with safe_open(str(p), framework="numpy") as handle:
-            meta = handle.metadata() or {}
-        return NumpyQNetwork(load_file(str(p)), json.loads(meta["shape"]))
-    except (KeyError, ValueError, OSError, SafetensorError) as exc:
+        return NumpyQNetwork(tensors, json.loads(meta["shape"]))
+    except (KeyError, ValueError) as exc:
         raise InputError(f"not a dlsched Q-network: {type(exc).__name__}: {exc}",
                          field="weights", fix="pass a file written by `dlsched rl train "
-                         "sched2`", source=str(p)) from None
+                         "sched2 --learner dqn`", source=str(path)) from None
 
 
 def shipped_weights() -> str:

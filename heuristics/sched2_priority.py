@@ -22,13 +22,13 @@ import os
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from pathlib import Path
 
 import numpy as np
 
 from dlsched.decision import Decision
 from dlsched.errors import InputError
 from dlsched.heuristics.sched2 import start_in_order
+from dlsched.heuristics.weights import read_safetensors
 from dlsched.instance import Instance
 from dlsched.method_support import heuristic_method
 from dlsched.problems.sched2 import parse_sched2_params
@@ -119,24 +119,15 @@ def load_scorer(path: str) -> PriorityScorer:
         No such file, or not a file of this scorer (the feature list in its metadata
         differs from :data:`FEATURES`).
     """
-    from safetensors import SafetensorError, safe_open
-
-    p = Path(path)
-    if not p.is_file():
-        raise InputError("no such weights file", field="weights",
-                         fix="train with `dlsched rl train sched2` or omit it for the "
-                         "shipped agent", source=str(p))
+    tensors, meta = read_safetensors(path, "dlsched rl train sched2")
     try:
-        with safe_open(str(p), framework="numpy") as handle:
-            meta = handle.metadata() or {}
-            weights = handle.get_tensor("weights")
         if json.loads(meta["features"]) != list(FEATURES):
             raise ValueError("its features are not this scorer's")
-        return PriorityScorer(np.asarray(weights, dtype=np.float64))
-    except (KeyError, ValueError, OSError, SafetensorError) as exc:
+        return PriorityScorer(np.asarray(tensors["weights"], dtype=np.float64))
+    except (KeyError, ValueError) as exc:
         raise InputError(f"not a dlsched priority scorer: {type(exc).__name__}: {exc}",
                          field="weights", fix="pass a file written by `dlsched rl train "
-                         "sched2`", source=str(p)) from None
+                         "sched2`", source=path) from None
 
 
 def priority_order(instance: Instance, scorer: PriorityScorer,
