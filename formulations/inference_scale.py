@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+from dlsched.gaps import is_proven_optimal
 from dlsched.problems.inference import InferenceData
 
 MAX_EXACT_SCALE = 10_000_000
@@ -34,8 +35,10 @@ def quality_scale(data: InferenceData) -> tuple[int, bool]:
 
 
 def proven_optimal(value: float, bound: float, scale: int, exact_scale: bool) -> bool:
-    """True when no schedule beats ``value``: with an exact scale S every Σ Q is a multiple
-    of 1/S, so OPT <= floor(S · bound) / S; optimal when that is <= ``value``."""
-    if not exact_scale:
-        return value >= bound - 1e-9
-    return math.floor(bound * scale + 1e-6) <= round(value * scale)
+    """True when no schedule beats ``value``: the package's one proof
+    (:func:`dlsched.gaps.is_proven_optimal`), or, with an exact scale S, integrality: every
+    Σ Q is a multiple of 1/S, so OPT <= floor(S · bound) / S, optimal when that is <=
+    ``value`` (a proof the tolerance-based one cannot make when the gap exceeds it)."""
+    if is_proven_optimal(value, bound):
+        return True
+    return exact_scale and math.floor(bound * scale + 1e-6) <= round(value * scale)

@@ -11,6 +11,7 @@ from inference_factories import G2, P2, tiny_instance
 
 from dlsched import solve
 from dlsched.formulations.inference import solve_window
+from dlsched.formulations.inference_scale import proven_optimal
 from dlsched.problems import get_problem
 from dlsched.problems.inference import Batch, InferenceDecision, inference_data, query_qualities
 from dlsched.validate import validate
@@ -570,3 +571,14 @@ def test_lagrange_refuses_noisy_delays():
     inst = tiny_instance([(0, 100, 160)], delay_cv=0.1)
     res = solve(inst, "lagrange", time_limit=10)
     assert res.status.value == "invalid_input" and "delay_cv" in res.message
+
+
+def test_one_definition_of_proven_for_inference_windows():
+    # a bound 6e-9 above the schedule (the Lagrangian bound's float margin) is a proof by
+    # dlsched.is_proven_optimal, so the inference methods must call it optimal too
+    assert proven_optimal(180.0, 180.0 + 6e-9, 1_000_000, exact_scale=False)
+    assert proven_optimal(180.0, 180.0 + 6e-9, 1_000, exact_scale=True)
+    assert not proven_optimal(180.0, 180.01, 1_000_000, exact_scale=False)
+    # integrality proves more than the tolerance: with S = 2 every sum is a multiple of 0.5
+    assert proven_optimal(180.0, 180.4, 2, exact_scale=True)
+    assert not proven_optimal(180.0, 180.5, 2, exact_scale=True)
