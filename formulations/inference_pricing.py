@@ -60,7 +60,9 @@ class GpuPricer:
             rows = []
             for lo in range(0, times.size, PRICE_BLOCK):
                 t = times[lo:lo + PRICE_BLOCK]
-                cols = np.flatnonzero((data.arrival <= t[-1]) & (data.hard > t[0] + c.dur))
+                end = t[0] + c.dur  # V > 0 at end <= soft (soft = hard included) or end < hard
+                cols = np.flatnonzero((data.arrival <= t[-1])
+                                      & ((data.soft >= end) | (data.hard > end)))
                 v = c.kappa * utility(t[:, None] + c.dur, data.soft[None, cols],
                                       data.hard[None, cols])
                 rows.append((lo, cols, np.where(data.arrival[None, cols] <= t[:, None], v,

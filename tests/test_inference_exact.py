@@ -582,3 +582,22 @@ def test_one_definition_of_proven_for_inference_windows():
     # integrality proves more than the tolerance: with S = 2 every sum is a multiple of 0.5
     assert proven_optimal(180.0, 180.4, 2, exact_scale=True)
     assert not proven_optimal(180.0, 180.5, 2, exact_scale=True)
+
+
+@pytest.mark.parametrize("queries", [
+    [(0, 100, 100)],  # full model alone ends exactly at its one deadline: quality 1
+    [(0, 100, 100), (0, 150, 150), (20, 250, 250)],
+    [(0, 150, 150), (10, 160, 160), (30, 230, 230), (40, 400, 400)],
+    # found by a search over soft = hard windows: the pricer dropped the first query from
+    # every batch ending at 114, and the bound came out 1.5 below the optimum 2
+    [(74, 114, 114), (96, 246, 246), (117, 197, 197), (143, 223, 223)],
+])
+def test_lagrange_counts_a_batch_ending_at_a_single_deadline(queries):
+    inst = tiny_instance(queries)
+    best = brute_force(queries, ("p2",))
+    res = solve(inst, "lagrange", time_limit=30, iterations=100)
+    assert validate(inst, res.decision).ok
+    assert res.bound >= best - 1e-9  # a bound below the optimum is a wrong answer
+    assert res.objective <= best + 1e-9
+    if res.status.value == "optimal":
+        assert res.objective == pytest.approx(best, abs=1e-9)
