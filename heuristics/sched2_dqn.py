@@ -26,5 +26,5 @@ def dqn(instance: Instance, *, weights: str | None = None) -> Decision:
     return dqn_decision(instance, load_network(weights or shipped_weights()))
 
 
-register_method(MethodSpec("sched2", "dqn", "heuristic", heuristic_method(dqn, ("weights",)),
+register_method(MethodSpec("sched2", "dqn", "learned", heuristic_method(dqn, ("weights",)),
                            summary="learned job selection (DQN, Sec. III), packing placement"))

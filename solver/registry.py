@@ -35,7 +35,7 @@ class MethodSpec:
 
     problem: str
     name: str
-    kind: str  # "exact" | "heuristic" | "baseline"
+    kind: str  # "exact" | "heuristic" | "baseline" | "learned"
     run: Callable[..., Any]
     backends: tuple[str, ...] = ()
     default_backend: str | None = None
