@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import versions
+from . import __version__, versions
 from .benchmarks import cli as benchmarks_cli
 from .cli_support import (
     EXIT_BAD_INPUT,
@@ -158,6 +158,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="dlsched", description="Schedule deep-learning jobs on GPU "
                      "clusters: exact models, heuristics, and the gap between them.")
+    parser.add_argument("--version", action="version", version=f"dlsched {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     gen = sub.add_parser("generate", help="write a seeded instance file")

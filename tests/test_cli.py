@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+import dlsched
 from dlsched.cli import main
 
 
@@ -161,3 +162,10 @@ def test_generate_help_in_a_real_process():
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "sched2" in proc.stdout
+
+
+def test_version_is_the_package_version(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.strip() == f"dlsched {dlsched.__version__}"
