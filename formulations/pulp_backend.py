@@ -162,6 +162,10 @@ CBC_GRACE = 0.25
 clock during preprocessing), and again before it is killed."""
 
 
+STOPPED = "stopped-by-time-limit"
+"""A file the CBC wrapper leaves in its folder when it interrupted or killed CBC."""
+
+
 def _run_cbc(prob: pulp.LpProblem, params: SolverParams, warm: bool
              ) -> tuple[float | None, str]:
     extra = [f"{key} {value}" for key, value in params.options.items()]
@@ -177,6 +181,11 @@ def _run_cbc(prob: pulp.LpProblem, params: SolverParams, warm: bool
             prob.solve(solver)
         except pulp.PulpSolverError:  # stopped by the hard time limit without a solution
             prob.assignStatus(pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound)
+        except (IndexError, ValueError):
+            # PuLP read a solution file that CBC was writing when the wrapper stopped it
+            if not os.path.exists(os.path.join(tmp, STOPPED)):
+                raise
+            prob.assignStatus(pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound)
         with open(log_path, encoding="utf-8", errors="replace") as fh:
             log = fh.read()
     return _cbc_bound(log), log
@@ -188,7 +197,9 @@ def _cbc_path(tmp: str, left: float | None) -> tuple[str, float | None]:
     Where coreutils ``timeout`` exists, the wrapper computes the time left when CBC
     starts (after PuLP wrote the MPS file), passes it to CBC as ``-sec``, interrupts CBC
     ``CBC_GRACE`` seconds after that and kills it as much later again (a run stopped that
-    way has no solution: ``no_solution``); PuLP then gets no limit of its own.
+    way has no solution: ``no_solution``; the wrapper leaves :data:`STOPPED` in ``tmp``,
+    so a solution file cut short by the stop is read as none); PuLP then gets no limit of
+    its own.
     """
     with warnings.catch_warnings():
         # PuLP 3.3 deprecates its bundled CBC for 4.0; 3.3 is pinned (Python 3.11)
@@ -207,7 +218,9 @@ def _cbc_path(tmp: str, left: float | None) -> tuple[str, float | None]:
             f"hard=$(awk -v l=\"$left\" 'BEGIN{{printf \"%.3f\", l + {CBC_GRACE}}}')\n"
             "first=$1\nshift\n"
             f'"{timeout}" -s INT -k {CBC_GRACE} "$hard" "{cbc}" "$first" -sec "$left" "$@"\n'
-            "rc=$?\n[ $rc -eq 124 ] || [ $rc -eq 137 ] && exit 0\nexit $rc\n")
+            "rc=$?\n"
+            f'if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then : > "{os.path.join(tmp, STOPPED)}"; '
+            "exit 0; fi\nexit $rc\n")
     os.chmod(wrapper, 0o700)
     return wrapper, None
 

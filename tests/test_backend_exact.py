@@ -3,15 +3,18 @@ warm starts, end-to-end time limits and model export."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
 
+import pulp
 import pytest
 
 from dlsched import Status, solve, validate
 from dlsched.formulations.backend import BACKENDS, Deadline, SolverParams, TimeUp
 from dlsched.formulations.backends import new_model
+from dlsched.formulations.pulp_backend import STOPPED
 from dlsched.instances.horus_gen import generate_horus
 from dlsched.instances.liquid_gen import generate_liquid
 from dlsched.registry import get_method
@@ -146,3 +149,25 @@ def test_backends_listed():
     assert BACKENDS == ("cbc", "highs", "scip", "cpsat")
     for problem in ("horus", "genie", "liquid"):
         assert get_method(problem, "exact").backends == BACKENDS
+
+
+def _cut_solution_file(stopped: bool):
+    """PuLP's CBC reader as it fails on a solution file cut short; with ``stopped`` the
+    time-limit wrapper has left its mark first (as it does when it stopped CBC)."""
+    def read(self, filename, *args, **kwargs):
+        if stopped:
+            open(os.path.join(self.tmpDir, STOPPED), "w").close()
+        raise IndexError("list index out of range")
+    return read
+
+
+def test_cbc_stopped_while_writing_its_solution_is_no_solution(monkeypatch):
+    monkeypatch.setattr(pulp.COIN_CMD, "readsol_MPS", _cut_solution_file(stopped=True))
+    r = solve(generate_liquid(seed=1, nodes=5), "exact", backend="cbc", time_limit=20)
+    assert r.status is Status.NO_SOLUTION and r.decision is None
+
+
+def test_a_broken_solution_file_without_a_stop_is_not_hidden(monkeypatch):
+    monkeypatch.setattr(pulp.COIN_CMD, "readsol_MPS", _cut_solution_file(stopped=False))
+    with pytest.raises(IndexError):
+        solve(generate_liquid(seed=1, nodes=5), "exact", backend="cbc", time_limit=20)
