@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -147,6 +148,11 @@ def _cmd_compete(args: argparse.Namespace) -> int:
     for note in notes:
         print(note)
     print(f"\nwrote {output / 'leaderboard.md'} and {output / 'scores.csv'}")
+    ours = board[board["entrant"].isin({e.name for e in entrants})]
+    if not (ours["valid"] > 0).any():
+        print("no entrant wrote a valid solution: see the failures column and each run's "
+              f"stderr.txt under {output / 'runs'}", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
 
 

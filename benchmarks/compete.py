@@ -121,6 +121,10 @@ def parse_entrant(solver: str, name: str | None = None) -> Entrant:
     for arg in argv:
         _check_placeholders(arg, solver)
     used = {f for arg in argv for _, f, _, _ in string.Formatter().parse(arg) if f}
+    # the entrant runs in a folder of its own: a path written relative to where
+    # `dlsched compete` was started (./my-solver, examples/solver.py) is made absolute
+    argv = tuple(os.path.abspath(arg) if os.sep in arg and "{" not in arg
+                 and os.path.exists(arg) else arg for arg in argv)
     if "instance" not in used or "solution" not in used:
         raise InputError(f"command {solver!r} lacks {{instance}} or {{solution}}",
                          field="--solver", fix="put {instance} and {solution} where the "
@@ -309,7 +313,8 @@ def compete(manifest: Manifest, entrants: list[Entrant], output: str | Path, *,
         raise InputError(f"time limit {time_limit}, grace {grace}", field="--time-limit",
                          fix="use a time limit > 0 and a grace >= 0")
     limits = limits or Limits()
-    out = Path(output)
+    # absolute: an entrant runs in its own folder, where a relative {instance} would miss
+    out = Path(output).resolve()
     out.mkdir(parents=True, exist_ok=True)
     scores = out / "scores.csv"
     previous = scores.read_bytes() if scores.is_file() else b""

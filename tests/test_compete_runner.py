@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -150,3 +154,44 @@ def test_entrant_input_errors():
     with pytest.raises(InputError, match="lacks"):
         parse_entrant("mysolver --in x")
     assert main(["compete", "--suite", "no-such-suite", "--solver", "a:b"]) == 2
+
+
+def _as_a_user(argv: list[str], cwd) -> subprocess.CompletedProcess:
+    """``dlsched ARGV`` as a user types it in ``cwd``, the venv's commands on the PATH."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return subprocess.run(["dlsched", *argv], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_the_docs_commands_run_from_the_repository_root_with_the_default_output():
+    root = Path(__file__).resolve().parents[1]
+    made = not (root / "compete-results").exists()
+    try:
+        done = _as_a_user([
+            "compete", "--suite", "quick", "--no-progress", "--time-limit", "20",
+            "--solver", "dlsched solve {instance} --method greedy -o {solution}",
+            "--name", "greedy",
+            "--solver", "python examples/external_solver.py {instance} {solution}",
+            "--name", "external"], root)
+        assert done.returncode == 0, done.stderr
+        rows = pd.read_csv(root / "compete-results" / "quick" / "scores.csv")
+        # every entrant started, found its files and was scored: greedy answers every Horus
+        # snapshot (it is Horus' method; elsewhere it exits 2 naming the methods there)
+        assert not rows["reason"].fillna("").str.contains("cannot start|No such file").any()
+        greedy = rows[rows["entrant"] == "greedy"]
+        assert (greedy[greedy["problem"] == "horus"]["outcome"] == "ok").all()
+        assert len(greedy[greedy["problem"] == "horus"]) == 8
+        assert (rows[rows["entrant"] == "external"]["outcome"] == "ok").any()
+    finally:
+        if made:
+            shutil.rmtree(root / "compete-results", ignore_errors=True)
+
+
+def test_a_competition_where_every_entrant_fails_exits_non_zero(tmp_path):
+    done = _as_a_user(["compete", "--suite", "quick", "--no-progress", "--output", "out",
+                       "--solver", "./no-such-solver {instance} {solution}"], tmp_path)
+    assert done.returncode == 1
+    assert "no entrant wrote a valid solution" in done.stderr
+    board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
+    assert board["valid"].tolist() == [0] and "crash 16" in board["failures"].iloc[0]
