@@ -191,8 +191,13 @@ class LinearModel(ABC):
         """Variables, integer variables, constraints and nonzeros as handed over."""
 
     @abstractmethod
-    def write(self, path: str | Path, fmt: str) -> None:
-        """Write the model (``mps``/``lp`` for PuLP models, ``proto`` text for CP-SAT)."""
+    def write(self, path: str | Path, fmt: str, *, maximize: bool = False) -> None:
+        """Write the model (``mps``/``lp`` for PuLP models, ``proto`` text for CP-SAT) so
+        that its optimum is the method's objective: the objective constant kept (a variable
+        fixed at 1 in MPS and LP, which have no offset; the proto's ``offset``), the
+        coefficient scale undone (the proto's ``scaling_factor``) and, with ``maximize``,
+        written as the maximization of the negated objective (a problem whose objective
+        the model minimizes the negation of, e.g. GENIE's F)."""
 
 
 EXACT_OPTION_RULES: dict[str, OptionRule] = {"num_workers": ("int", 1, 1024)}

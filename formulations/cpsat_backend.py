@@ -180,8 +180,14 @@ class CpSatModel(LinearModel):
     def size(self) -> ModelSize:
         return model_size(self.cp)
 
-    def write(self, path: str | Path, fmt: str) -> None:
-        write_proto(self.cp, path, fmt)
+    def write(self, path: str | Path, fmt: str, *, maximize: bool = False) -> None:
+        proto = self.cp.clone()
+        objective = proto.proto.objective
+        # value = scaling_factor × (Σ coefficient × variable + offset); a negative factor
+        # is CP-SAT's maximization of the negated sum
+        objective.scaling_factor = (-1.0 if maximize else 1.0) / SCALE
+        objective.offset = self._constant * SCALE
+        write_proto(proto, path, fmt)
 
 
 def write_proto(model: cp_model.CpModel, path: str | Path, fmt: str = "proto") -> None:

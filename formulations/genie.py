@@ -259,9 +259,9 @@ def run_exact(instance: Instance, *, backend: str, time_limit: float | None, see
 
 
 def export_model(instance: Instance, path: str | Path, fmt: str) -> None:
-    """Write the model (a minimization of −F): ``mps``/``lp`` (PuLP) or ``proto`` (CP-SAT)."""
+    """Write the model as the maximization of F: ``mps``/``lp`` (PuLP) or ``proto`` (CP-SAT)."""
     backend = "cpsat" if fmt == "proto" else "cbc"
-    build_model(genie_data(instance), backend).model.write(path, fmt)
+    build_model(genie_data(instance), backend).model.write(path, fmt, maximize=True)
 
 
 register_method(MethodSpec(

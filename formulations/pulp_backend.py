@@ -108,8 +108,8 @@ class PulpModel(LinearModel):
     def size(self) -> ModelSize:
         return ModelSize(*self._counts)
 
-    def write(self, path: str | Path, fmt: str) -> None:
-        write_model(self.prob, path, fmt)
+    def write(self, path: str | Path, fmt: str, *, maximize: bool = False) -> None:
+        write_model(_faithful(self.prob, maximize), path, fmt)
 
 
 def model_size(prob: pulp.LpProblem) -> ModelSize:
@@ -341,10 +341,30 @@ def _cbc_bound(log: str) -> float | None:
         return None
 
 
+OBJECTIVE_CONSTANT = "objective_constant"
+"""The variable fixed at 1 that carries the objective constant in MPS and LP files."""
+
+
+def _faithful(prob: pulp.LpProblem, maximize: bool) -> pulp.LpProblem:
+    """``prob`` as written: the objective constant on a variable fixed at 1 (PuLP's MPS
+    and LP writers drop constants), negated and maximized with ``maximize``."""
+    sign = -1.0 if maximize else 1.0
+    objective = prob.objective or pulp.LpAffineExpression()
+    out = pulp.LpProblem(prob.name, pulp.LpMaximize if maximize else pulp.LpMinimize)
+    terms = pulp.LpAffineExpression({v: sign * c for v, c in objective.items()})
+    if objective.constant:
+        one = out.add_variable(OBJECTIVE_CONSTANT, lowBound=1, upBound=1)
+        terms += sign * float(objective.constant) * one
+    out.setObjective(terms)
+    for constraint in prob.constraints():
+        out.addConstraint(constraint, constraint.name)
+    return out
+
+
 def write_model(prob: pulp.LpProblem, path: str | Path, fmt: str) -> None:
     """Write ``prob`` as an MPS or LP file."""
-    if fmt == "mps":
-        prob.writeMPS(str(path))
+    if fmt == "mps":  # OBJSENSE written: the sense is not a comment a reader may skip
+        prob.writeMPS(str(path), mpsSense=prob.sense, with_objsense=True)
     elif fmt == "lp":
         prob.writeLP(str(path))
     else:
