@@ -17,6 +17,7 @@ from .errors import MethodError as MethodError
 from .gaps import is_proven_optimal as is_proven_optimal
 from .gaps import relative_gap as relative_gap
 from .instance import Instance as Instance
+from .instance_io import check_instance as check_instance
 from .instance_io import load_instance as load_instance
 from .instance_io import save_instance as save_instance
 from .jobs import Container as Container

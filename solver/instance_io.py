@@ -152,7 +152,9 @@ def load_instance(path: str | Path) -> Instance:
 
 def save_instance(instance: Instance, path: str | Path) -> str:
     """Write the instance file (gzip-compressed when the name ends in ``.gz``); returns its
-    sha256."""
+    sha256. An instance that :func:`check_instance` refuses is an InputError, and nothing
+    is written (a file ``load_instance`` would refuse is never made)."""
+    check_instance(instance)
     doc = instance.to_dict()
     write_json(doc, path)
     return doc["sha256"]

@@ -10,7 +10,7 @@ from typing import Any
 from .errors import InputError, MethodError
 from .gaps import is_proven_optimal, relative_gap
 from .instance import Instance
-from .instance_io import load_instance
+from .instance_io import check_instance, load_instance
 from .problems import get_problem
 from .registry import MethodSpec, get_method
 from .result import MethodOutput, Result, Status
@@ -87,11 +87,15 @@ def solve(
     Raises
     ------
     InputError
-        Unknown method or backend, or an unreadable instance file.
+        Unknown method or backend, an unreadable instance file, or an instance built in
+        Python that a file with the same content would fail (unknown problem, GPU or job
+        field missing: the same one-line message as :func:`load_instance`).
     MethodError
         The method returned a decision that fails validation.
     """
-    if not isinstance(instance, Instance):
+    if isinstance(instance, Instance):
+        check_instance(instance)  # built in Python: the checks a file gets on load
+    else:
         instance = load_instance(instance)
     spec = get_method(instance.problem, method)
     if spec.backends:

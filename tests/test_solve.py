@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from dlsched import Decision, Placement, registry, solve
+from dlsched import (
+    Decision,
+    InputError,
+    Instance,
+    Job,
+    Placement,
+    RunningJob,
+    check_instance,
+    homogeneous_cluster,
+    registry,
+    save_instance,
+    solve,
+)
 from dlsched.errors import MethodError
 from dlsched.registry import MethodSpec
 from dlsched.result import MethodOutput, Status, relative_gap
@@ -60,3 +72,22 @@ def test_time_limited_exact_run_never_claims_optimality_without_proof(backend):
         assert result.gap is not None and result.gap <= 1e-6
     else:
         assert result.status in (Status.FEASIBLE, Status.NO_SOLUTION)
+
+
+@pytest.mark.parametrize(("instance", "method", "field", "words"), [
+    (Instance("hours", homogeneous_cluster(2, 2), (Job(id="a", num_gpus=1, duration=10.0),)),
+     "exact", "problem", "use one of: genie, horus, inference, liquid, sched2"),
+    (Instance("horus", homogeneous_cluster(2, 2), (Job(id="a", num_gpus=1, duration=10.0),)),
+     "exact", "jobs[0].gpu_util", "needs gpu_util on every job"),
+    (Instance("sched2", homogeneous_cluster(2, 2), (Job(id="a", num_gpus=1, duration=10.0),),
+              running=(RunningJob(job="r", gpus=("nX/g9",)),)),
+     "fifo", "running[0].gpus[0]", "unknown GPU id 'nX/g9'"),
+])
+def test_an_instance_built_in_python_is_checked_like_a_file(tmp_path, instance, method,
+                                                             field, words):
+    for call in (lambda: solve(instance, method), lambda: check_instance(instance),
+                 lambda: save_instance(instance, tmp_path / "x.json")):
+        with pytest.raises(InputError) as err:
+            call()
+        assert err.value.field == field and words in str(err.value)
+    assert not (tmp_path / "x.json").exists()  # nothing written that load_instance refuses
