@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -189,3 +190,12 @@ def test_seeded_snapshot_caches_equal_fresh_computation(monkeypatch):
     simulate(w, "obp", SpeedModel(interference="horus"))
     simulate(sched2_tiny(), "fifo")
     assert len(seen) > 10
+
+
+def test_simulate_takes_a_path_and_prints_a_summary():
+    path = Path(__file__).resolve().parents[1] / "instances" / "workloads" / \
+        "itp-cluster07-d25-26.json.gz"
+    run = simulate(str(path), "fifo", record_events=False)
+    text = repr(run)
+    assert text.startswith("SimRun(workload='itp-cluster07-d25-26', policy='fifo', jobs=218")
+    assert len(text) < 300  # a summary, not the arrays

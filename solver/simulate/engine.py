@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import time as _time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -77,6 +78,7 @@ import numpy as np
 from ..decision import Decision
 from ..errors import InputError
 from ..instance import Instance
+from ..instance_io import check_instance, load_instance
 from ..jobs import Job
 from ..problems import get_problem
 from ..problems.rates import BoundSpeed, SpeedModel
@@ -91,7 +93,7 @@ from .view import snapshot as make_snapshot
 
 
 def simulate(
-    workload: Instance,
+    workload: Instance | str | Path,
     policy: Policy | str,
     speed: SpeedModel | None = None,
     *,
@@ -107,7 +109,8 @@ def simulate(
     Parameters
     ----------
     workload
-        An Instance whose jobs carry ``submit_time`` and ``duration`` (no running jobs).
+        An Instance whose jobs carry ``submit_time`` and ``duration`` (no running jobs), or
+        the path of a workload file (``load_instance``).
     policy
         A :class:`Policy` or a method name.
     speed
@@ -140,8 +143,13 @@ def simulate(
         Invalid decision, method failure, jobs left pending with nothing to wait for, or a
         schedule that fails the final check.
     InputError
-        The workload lacks what the speed models need, or an unknown ``check`` mode.
+        A workload file or Instance that ``load_instance`` would refuse, one that lacks what
+        the speed models need, or an unknown ``check`` mode.
     """
+    if isinstance(workload, Instance):
+        check_instance(workload)  # built in Python: the checks a file gets on load
+    else:
+        workload = load_instance(workload)
     if isinstance(policy, str):
         policy = Policy(policy)
     if workload.running:

@@ -115,3 +115,10 @@ class SimRun:
     events_without_solution: int = 0
     check: str = "fast"
     requeues: int = 0  # running jobs a policy moved back to the queue (JobRecord.attempts)
+
+    def __repr__(self) -> str:
+        """One line: what ran and how much, not the arrays (``metrics`` has the tables)."""
+        done = sum(1 for r in self.records if r.end is not None)
+        return (f"SimRun(workload={self.workload.name!r}, policy={self.policy.method!r}, "
+                f"jobs={len(self.records)}, finished={done}, events={self.event_count}, "
+                f"policy_calls={self.policy_calls}, wall_time={self.wall_time:.3f}s)")
