@@ -9,10 +9,10 @@ problem's schedule evaluator.
 from __future__ import annotations
 
 import itertools
-import time
 
 import numpy as np
 import pytest
+from cpu_time import cpu_seconds
 from google.protobuf import text_format
 from ortools.sat import cp_model_pb2
 
@@ -240,10 +240,9 @@ def test_time_limit_covers_build_and_solve():
     # 20 jobs on 2 x 4 GPUs, weighted JCT: not provable in 2 s (seed 0 takes far longer)
     w = generate_sched2(seed=0, jobs=20, servers=2, gpus_per_server=4, interarrival=60.0,
                         median_duration=300.0)
-    start = time.perf_counter()
+    start = cpu_seconds()
     result = solve(w, "offline-wct", time_limit=2.0)
-    wall = time.perf_counter() - start
-    assert wall <= 1.1 * 2.0 + 1.0
+    assert cpu_seconds() - start <= 1.1 * 2.0 + 1.0
     assert result.status is not Status.OPTIMAL
 
 
