@@ -89,7 +89,9 @@ class Episode:
 
 
 def _packing(idle: np.ndarray, demand: int) -> dict[int, int] | None:
-    """GPUs taken per server by the packing placement of Fig. 2 (idle counts only)."""
+    """GPUs taken per server by the packing placement of Fig. 2, on idle counts only:
+    :func:`dlsched.heuristics.sched2.packing` without the GPU lists, which the episodes do
+    not need (the tests that compare :func:`play` with the simulator hold the two equal)."""
     if idle.sum() < demand:
         return None
     left = idle.copy()
