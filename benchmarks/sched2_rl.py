@@ -59,7 +59,7 @@ from dlsched.rl.sched2_search import (
     effectiveness,
     train_priority,
 )
-from dlsched.rl.sched2_train import TEST_SEEDS, VALIDATION_SEEDS, EpisodeSpec
+from dlsched.rl.sched2_train import TEST_SEEDS, TRAIN_SEEDS, VALIDATION_SEEDS, EpisodeSpec
 from dlsched.simulate import Policy, job_table, simulate, summary
 from dlsched.solve import solve
 
@@ -67,7 +67,8 @@ from .paper_claims import claim
 
 SHARES = (0.60, 0.68, 0.75)
 HEAVY_MEDIAN_S = 5270.0
-TRAIN_PER_SHARE = 4
+TRAINING_SEEDS = list(TRAIN_SEEDS)[:4]
+"""The shipped training's episodes per one-GPU share (``--train-episodes 4``)."""
 COMPOSITE_GRID = tuple(round(a, 2) for a in np.arange(0.1, 1.01, 0.1))
 METRICS = ("effectiveness_mean", "jct_mean", "makespan", "wait_mean")
 PARTS = {"main", "heavy", "ablation", "small"}
@@ -93,7 +94,7 @@ def train_agents(folder: Path, spec: EpisodeSpec, seeds: int,
         out = folder / f"{spec.median_duration:g}-{settings.window}-{settings.warm_start}-{seed}"
         episodes = {name: [w for share in SHARES
                            for w in replace(spec, single_share=share).workloads(seeds_)]
-                    for name, seeds_ in (("train", range(TRAIN_PER_SHARE)),
+                    for name, seeds_ in (("train", TRAINING_SEEDS),
                                          ("valid", list(VALIDATION_SEEDS)[:5]))}
         summary_ = train_priority(out, train=episodes["train"], valid=episodes["valid"],
                                   seed=seed, settings=settings)
@@ -105,7 +106,7 @@ def train_agents(folder: Path, spec: EpisodeSpec, seeds: int,
 def tune_composite(spec: EpisodeSpec) -> float:
     """The exponent a of ``num_gpus × duration^a`` best on the training episodes."""
     episodes = [Episode.of(w) for share in SHARES
-                for w in replace(spec, single_share=share).workloads(range(TRAIN_PER_SHARE))]
+                for w in replace(spec, single_share=share).workloads(TRAINING_SEEDS)]
 
     def score(a: float) -> float:
         weights = np.zeros(len(FEATURES))

@@ -112,14 +112,14 @@ def episode_sets(args: argparse.Namespace, shares: tuple[float, ...], train_per_
                  valid_per_share: int, test: int = 0) -> dict[str, list]:
     """Training, validation and test workloads from the options (module docstring)."""
     from ..instance_io import load_instance
-    from .sched2_train import TEST_SEEDS, VALIDATION_SEEDS, episodes_from_workload
+    from .sched2_train import TEST_SEEDS, TRAIN_SEEDS, VALIDATION_SEEDS, episodes_from_workload
 
     if args.workload:
         return episodes_from_workload(load_instance(args.workload), args.jobs)
     out: dict[str, list] = {"train": [], "valid": [], "test": []}
     for share in shares:
         spec = _spec(args, share)
-        out["train"] += spec.workloads(range(train_per_share))
+        out["train"] += spec.workloads(list(TRAIN_SEEDS)[:train_per_share])
         out["valid"] += spec.workloads(list(VALIDATION_SEEDS)[:valid_per_share])
         out["test"] += spec.workloads(list(TEST_SEEDS)[:test])
     return out
