@@ -27,6 +27,7 @@ import time
 from dlsched import solve
 from dlsched.cli_support import parse_backends
 from dlsched.formulations.backend import BACKENDS
+from dlsched.gaps import relative_gap
 from dlsched.instances.horus_gen import generate_horus
 from dlsched.markdown import markdown_table
 from dlsched.problems.horus import horus_breakdown
@@ -62,7 +63,7 @@ def run(seeds: int, busy: float, cost_model: str, time_limit: float, nodes: int,
             if last.get("decision") is not None:
                 last["unplaced"] = horus_breakdown(inst, last.pop("decision")).unplaced_gpus
             last["gap"] = (None if optimum is None or last["objective"] is None
-                           else (last["objective"] - optimum) / abs(optimum))
+                           else relative_gap(last["objective"], optimum, "min"))
             if last["gap"] is not None and abs(last["gap"]) < 1e-12:  # float noise
                 last["gap"] = 0.0
     figures = {name: [{k: (v.value if isinstance(v, Status) else v) for k, v in r.items()}

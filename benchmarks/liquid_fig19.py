@@ -8,8 +8,8 @@ some; ``--time-limit`` each, build included, one thread), then best-fit
 ``--gga-time-limit``), the GA seeded with best-fit, and the baselines. Every objective
 comes from the problem's evaluator (through ``dlsched.solve``). The reference is the best
 objective any backend found; "proven" says whether a backend proved it optimal. Gaps are
-absolute (objective - reference) and relative to |reference| (objectives are negative:
-the paper's fitness term is). The last line is one JSON object with the figures.
+absolute (objective - reference) and relative, |objective - reference| / max(|objective|,
+|reference|) (:func:`dlsched.gaps.relative_gap`, the one gap of the package). The last line is one JSON object with the figures.
 
     python -m dlsched.benchmarks.liquid_fig19 --time-limit 120 --seeds 10 > liquid_fig19.md
 """
@@ -25,6 +25,7 @@ import sys
 from dlsched import solve
 from dlsched.cli_support import parse_backends
 from dlsched.formulations.backend import BACKENDS
+from dlsched.gaps import relative_gap
 from dlsched.instances.liquid_gen import generate_liquid
 from dlsched.markdown import markdown_row, markdown_table
 
@@ -76,7 +77,7 @@ def run(nodes: list[int], time_limit: float, seeds: int, instance_seed: int,
                 continue
             mean = statistics.fmean(objs)
             gap = mean - best
-            rel = 100 * gap / abs(best) if best else 0.0
+            rel = 100 * (relative_gap(mean, best, "min") or 0.0)
             heur_rows.append([n, label, f"{len(objs)}/{len(seed_list)}", _fmt(mean), _fmt(gap),
                               f"{rel:.2f}", f"{max(o - best for o in objs):.4f}",
                               f"{statistics.fmean(times):.3f}"])

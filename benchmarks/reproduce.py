@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from dlsched.gaps import relative_gap
 from dlsched.heuristics.sched2 import RULES
 from dlsched.instances.genie_gen import generate_genie_workload
 from dlsched.instances.horus_gen import generate_horus, generate_horus_workload
@@ -140,7 +141,7 @@ def horus(seeds: int, quick: bool, interference: str = "both", gpus: str = "both
         exact = solve(inst, "exact", backend="cbc", time_limit=60)
         greedy = solve(inst, "greedy", seed=s)
         if exact.status.value == "optimal" and greedy.objective is not None:
-            gaps.append((greedy.objective - exact.objective) / abs(exact.objective))
+            gaps.append(relative_gap(greedy.objective, exact.objective, "min"))
     rows.append(beyond("horus", "greedy (Alg. 1) vs proven optimum, snapshots at 90 % busy",
                         gaps))
     return rows

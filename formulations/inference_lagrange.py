@@ -316,6 +316,6 @@ def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None =
 
 
 register_method(MethodSpec(
-    problem="inference", name="lagrange", kind="heuristic", run=run_lagrange,
+    problem="inference", name="lagrange", kind="bound", run=run_lagrange,
     summary="Lagrangian upper bound (proven) + repaired schedule; optimal only if they meet",
 ))

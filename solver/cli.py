@@ -28,6 +28,7 @@ from .cli_support import (
 )
 from .errors import InputError
 from .files import check_output
+from .gaps import relative_gap
 from .instance_io import load_instance, save_instance
 from .instances import cli as instances_cli
 from .problems import get_problem
@@ -127,10 +128,13 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def _cmd_methods(args: argparse.Namespace) -> int:
     from .problems import problem_names
 
-    for problem in problem_names():
-        for name, spec in methods_for(problem).items():
-            backends = f" [{', '.join(spec.backends)}]" if spec.backends else ""
-            print(f"{problem:8s} {name:14s} {spec.kind:9s}{backends} {spec.summary}")
+    rows = [(problem, name, spec.kind, ", ".join(spec.backends) or "-", spec.summary)
+            for problem in problem_names() for name, spec in methods_for(problem).items()]
+    header = ("problem", "method", "kind", "backends", "summary")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    for row in [header, *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row[:4], widths, strict=True))
+              + "  " + row[4])
     return EXIT_OK
 
 
@@ -148,8 +152,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     for result in (exact, greedy):
         print(result.summary(), end="\n\n")
     if exact.status.value == "optimal" and greedy.objective is not None:
-        gap = (greedy.objective - exact.objective) / abs(exact.objective)
-        print(f"greedy is {100 * gap:.3f}% above the proven optimum")
+        gap = relative_gap(greedy.objective, exact.objective, "min")
+        print(f"gap of greedy to the proven optimum: {100 * gap:.3f} % (dlsched.relative_gap:"
+              " |greedy − optimum| / max(|greedy|, |optimum|))")
     else:
         print(f"no proven optimum (exact status: {exact.status.value}); no gap reported")
     return EXIT_OK

@@ -35,7 +35,11 @@ class MethodSpec:
 
     problem: str
     name: str
-    kind: str  # "exact" | "heuristic" | "baseline" | "learned"
+    kind: str
+    """``exact`` (a model solved to proven optimality when time allows), ``bound`` (a
+    proven bound with a feasible schedule, optimal only when they meet), ``heuristic``
+    (a paper's algorithm), ``baseline`` (a simple rule the papers compare against) or
+    ``learned`` (a trained policy)."""
     run: Callable[..., Any]
     backends: tuple[str, ...] = ()
     default_backend: str | None = None

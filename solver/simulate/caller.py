@@ -40,7 +40,7 @@ class PolicyCaller:
         if check is not None:  # before the run, and for the fast forms that skip spec.run
             check(dict(policy.options))
         self.spec = spec
-        self.via_solve = policy.via_solve or spec.kind == "exact"
+        self.via_solve = policy.via_solve or spec.kind in ("exact", "bound")
         self.state: Any = None
         self.no_solution = 0
         self.last_extra: dict[str, Any] = {}
