@@ -9,7 +9,8 @@ some; ``--time-limit`` each, build included, one thread), then best-fit
 comes from the problem's evaluator (through ``dlsched.solve``). The reference is the best
 objective any backend found; "proven" says whether a backend proved it optimal. Gaps are
 absolute (objective - reference) and relative, |objective - reference| / max(|objective|,
-|reference|) (:func:`dlsched.gaps.relative_gap`, the one gap of the package). The last line is one JSON object with the figures.
+|reference|) (:func:`dlsched.gaps.relative_gap`, the one gap of the package). The last
+line is one JSON object with the figures.
 
     python -m dlsched.benchmarks.liquid_fig19 --time-limit 120 --seeds 10 > liquid_fig19.md
 """

@@ -14,7 +14,7 @@ from .instance_io import check_instance, load_instance
 from .problems import get_problem
 from .registry import MethodSpec, get_method
 from .result import MethodOutput, Result, Status
-from .validate import validate
+from .validate import validate_decision
 
 # A result is called optimal only when the method proved it and
 # dlsched.gaps.is_proven_optimal(objective, bound) holds (the tolerances live there).
@@ -144,7 +144,7 @@ def _finish(
     status = out.status
     message = out.message
     if out.decision is not None:
-        report = validate(instance, out.decision)
+        report = validate_decision(instance, out.decision)
         if not report.ok:
             raise MethodError(
                 f"method {method!r} (backend {backend}) returned an infeasible "

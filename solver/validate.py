@@ -11,7 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .decision import Decision
+from .errors import InputError
 from .instance import Instance
+from .instance_io import check_instance
 from .problems import Violation, get_problem
 
 TOL = 1e-6
@@ -40,11 +42,13 @@ class ValidationReport:
 def validate(instance: Instance, decision: Decision) -> ValidationReport:
     """Check ``decision`` against ``instance``: ids, demands, capacities, exclusivity.
 
-    Generic rules: every placed job is a pending job, placed once; every GPU and server id
-    exists; a job with a fixed demand gets exactly ``num_gpus`` distinct GPUs; a container
-    job places each container once on one server with exactly its GPUs; per-GPU memory and
-    per-server CPU and RAM hold (running jobs included); GPUs are not shared when the
-    problem demands exclusivity. Then the problem's own rules.
+    The instance is checked first, as :func:`dlsched.load_instance` checks a file (an
+    instance built in Python gets the same one-line :class:`~dlsched.InputError`). Then
+    the generic rules: every placed job is a pending job, placed once; every GPU and
+    server id exists; a job with a fixed demand gets exactly ``num_gpus`` distinct GPUs; a
+    container job places each container once on one server with exactly its GPUs; per-GPU
+    memory and per-server CPU and RAM hold (running jobs included); GPUs are not shared
+    when the problem demands exclusivity. Then the problem's own rules.
 
     A decision whose placements carry ``end`` is an offline *schedule* of the whole
     workload and is checked by the schedule rules (see :func:`_schedule_violations`).
@@ -54,14 +58,37 @@ def validate(instance: Instance, decision: Decision) -> ValidationReport:
     instance
         The snapshot (or, for a schedule, the workload) the decision is for.
     decision
-        The placements to check; it is never trusted, whoever made it.
+        The placements to check; it is never trusted, whoever made it. A result without a
+        decision (``result.decision is None``: no solution found) has nothing to check.
 
     Returns
     -------
     ValidationReport
         ``ok`` when no rule is broken; otherwise every :class:`Violation` found (a stable
         ``kind``, the job, a message).
+
+    Raises
+    ------
+    InputError
+        ``instance`` is not an :class:`~dlsched.Instance` or is one that
+        :func:`dlsched.load_instance` would refuse, or ``decision`` is not a
+        :class:`~dlsched.Decision`.
     """
+    if not isinstance(instance, Instance):
+        raise InputError(f"instance is a {type(instance).__name__}", field="instance",
+                         fix="pass an Instance (dlsched.load_instance(path) reads a file)")
+    if not isinstance(decision, Decision):
+        raise InputError(f"decision is {type(decision).__name__}", field="decision",
+                         fix="pass a Decision (result.decision is None when the method "
+                             "found no solution: check result.status first)")
+    check_instance(instance)
+    return validate_decision(instance, decision)
+
+
+def validate_decision(instance: Instance, decision: Decision) -> ValidationReport:
+    """:func:`validate` for an instance already checked (loaded from a file, or checked
+    once by ``solve`` or the simulator): the rules of the decision alone. The simulator
+    calls it at every decision, so the instance's checks are not repeated there."""
     numbers = _number_violations(decision)
     if numbers:
         return ValidationReport(tuple(numbers))

@@ -16,6 +16,7 @@ from dlsched import (
     registry,
     save_instance,
     solve,
+    validate,
 )
 from dlsched.errors import MethodError
 from dlsched.registry import MethodSpec
@@ -86,8 +87,18 @@ def test_time_limited_exact_run_never_claims_optimality_without_proof(backend):
 def test_an_instance_built_in_python_is_checked_like_a_file(tmp_path, instance, method,
                                                              field, words):
     for call in (lambda: solve(instance, method), lambda: check_instance(instance),
+                 lambda: validate(instance, Decision()),
                  lambda: save_instance(instance, tmp_path / "x.json")):
         with pytest.raises(InputError) as err:
             call()
         assert err.value.field == field and words in str(err.value)
     assert not (tmp_path / "x.json").exists()  # nothing written that load_instance refuses
+
+
+def test_validate_names_a_missing_decision_instead_of_crashing():
+    instance = Instance("horus", homogeneous_cluster(1, 2),
+                        (Job(id="a", num_gpus=1, duration=10.0, gpu_util=0.5, gpu_mem_gb=1.0),))
+    with pytest.raises(InputError) as err:
+        validate(instance, None)  # type: ignore[arg-type]  # a result without a decision
+    assert err.value.field == "decision" and "result.status" in str(err.value)
+    assert validate(instance, Decision()).ok

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dlsched import Container, Decision, Job, Placement, TaskPlacement, evaluate, validate
+from dlsched.validate import validate_decision
 from factories import horus_instance, running
 
 
@@ -58,15 +59,17 @@ def test_container_placements_are_checked():
     base = horus_instance([])
     job = Job(id="L", containers=(Container("ps0", "ps", 0, 0.0, 1.0, 1.0),
                                   Container("w0", "worker", 1, 2.0, 1.0, 1.0)))
+    # the generic container rules, on an instance no problem accepts (Horus jobs have no
+    # containers): validate_decision checks the decision alone, not the instance
     inst = base.replace(jobs=(job,), problem="horus")
     ok = Placement("L", ("n0/g0",), (TaskPlacement("ps0", "n0"),
                                      TaskPlacement("w0", "n0", ("n0/g0",))))
-    assert validate(inst, Decision.of([ok])).kinds == set()
+    assert validate_decision(inst, Decision.of([ok])).kinds == set()
     missing = Placement("L", ("n0/g0",), (TaskPlacement("w0", "n0", ("n0/g0",)),))
-    assert "demand" in validate(inst, Decision.of([missing])).kinds
+    assert "demand" in validate_decision(inst, Decision.of([missing])).kinds
     wrong_node = Placement("L", ("n0/g0",), (TaskPlacement("ps0", "n7"),
                                              TaskPlacement("w0", "n0", ("n0/g0",))))
-    assert "unknown_node" in validate(inst, Decision.of([wrong_node])).kinds
+    assert "unknown_node" in validate_decision(inst, Decision.of([wrong_node])).kinds
     too_many = Placement("L", ("n0/g0", "n0/g1"), (
         TaskPlacement("ps0", "n0"), TaskPlacement("w0", "n0", ("n0/g0", "n0/g1"))))
-    assert "demand" in validate(inst, Decision.of([too_many])).kinds
+    assert "demand" in validate_decision(inst, Decision.of([too_many])).kinds

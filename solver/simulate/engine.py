@@ -83,7 +83,7 @@ from ..jobs import Job
 from ..problems import get_problem
 from ..problems.rates import BoundSpeed, SpeedModel
 from ..state import view_policy
-from ..validate import validate
+from ..validate import validate_decision
 from .caller import PolicyCaller
 from .checks import check_live, check_requeue, check_schedule
 from .live import WAKE_PERIOD, WAKE_POLICY, WAKE_WATCH, LiveState
@@ -354,8 +354,8 @@ class _Engine:
             return
         if not checked:
             if self.check == "full":
-                report = validate(snapshot if snapshot is not None else self._snapshot(t),
-                                  decision)
+                report = validate_decision(
+                    snapshot if snapshot is not None else self._snapshot(t), decision)
                 problems = list(report.violations)
             else:
                 problems = check_live(st, decision, self._pending_test(snapshot),
