@@ -9,7 +9,9 @@ is within ``tol`` of the reference (the best objective known for p, see
     rho_s(tau) = |{p : r[p,s] <= tau}| / |P|,
 
 so rho_s(1) is the share of problems on which s was fastest, and rho_s(tau) for large tau
-the share it solved at all.
+the share it solved at all. A problem a solver declares it does not take (status ``n/a``)
+is no failure: its cell is NaN (:func:`mask_not_taken`) and that solver's shares are
+over the problems it takes.
 
 Gap profile. A ratio of gaps is undefined when the best gap is 0, which is the common
 case; the gap profile is therefore the distribution of the gap to the reference itself:
@@ -29,6 +31,10 @@ import pandas as pd
 
 from dlsched.gaps import relative_gap
 
+NOT_TAKEN = "n/a"
+"""Status of a run the method declares it does not take (not run, not a failure): such
+pairs are left out of the profiles, and each solver's shares are over the problems it
+takes."""
 SOLVED_TOL = 1e-6
 """A run solved a problem when its gap to the reference is at most this (relative)."""
 SHIFT = 1.0
@@ -99,19 +105,37 @@ def time_ratios(table: pd.DataFrame, tol: float = SOLVED_TOL) -> pd.DataFrame:
     return ratios
 
 
+def mask_not_taken(matrix: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """``matrix`` (rows (instance, seed), columns solvers) with NaN where the table's run
+    has status :data:`NOT_TAKEN`; solvers that take none of the problems are dropped."""
+    if "status" not in table:
+        return matrix
+    out = matrix.copy()
+    skipped = table[table["status"] == NOT_TAKEN]
+    for (instance, seed), solver in zip(zip(skipped["instance"], skipped["seed"],
+                                            strict=True), solver_label(skipped), strict=True):
+        if solver not in out.columns:
+            out[solver] = np.nan
+        out.loc[(instance, seed), solver] = np.nan
+    return out.dropna(axis=1, how="all")
+
+
 def profile(matrix: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
-    """rho_s(tau) for each tau (rows) and solver (columns) from a ratio or gap matrix."""
-    n = len(matrix)
-    data = {s: [float((matrix[s] <= tau).sum()) / n if n else math.nan for tau in taus]
-            for s in matrix.columns}
+    """rho_s(tau) for each tau (rows) and solver (columns) from a ratio or gap matrix;
+    a solver's shares are over its problems (NaN cells: not taken, left out)."""
+    data = {}
+    for s in matrix.columns:
+        n = int(matrix[s].notna().sum())
+        data[s] = [float((matrix[s] <= tau).sum()) / n if n else math.nan for tau in taus]
     return pd.DataFrame(data, index=pd.Index(list(taus), name="tau"))
 
 
 def profile_steps(matrix: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Step-function points (sorted finite values, cumulative share) per solver."""
-    n = len(matrix)
+    """Step-function points (sorted finite values, cumulative share of the problems the
+    solver takes) per solver."""
     out = {}
     for s in matrix.columns:
+        n = int(matrix[s].notna().sum())
         vals = np.sort(matrix[s].to_numpy(dtype=float))
         vals = vals[np.isfinite(vals)]
         out[s] = (vals, np.arange(1, len(vals) + 1) / n)
@@ -170,7 +194,9 @@ def plot_profile(matrix: pd.DataFrame, path: str, *, title: str, xlabel: str,
     ax.set_xlim(left, right)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(f"share of {len(matrix)} problems")
+    taken = matrix.notna().sum()
+    ax.set_ylabel(f"share of {len(matrix)} problems" if (taken == len(matrix)).all()
+                  else f"share of the problems it takes (of {len(matrix)})")
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
     handles, labels = ax.get_legend_handles_labels()

@@ -7,7 +7,9 @@ method/backend for exact methods):
   status is ``optimal`` (proven by the method's own bound); ``best``: runs whose objective
   is within ``tol`` of the reference (the best value known for the instance: the library's
   best known value or any run's better objective); ``failed``: runs without a decision
-  (no solution in time, infeasible, invalid input, error, crash, killed);
+  (no solution in time, infeasible, invalid input, error, crash, killed); ``n/a``:
+  instances the method declares it does not take (not run, not failures: they are left
+  out of every other column and of the profiles; the reasons are listed under the table);
 - the gap to the reference over runs with a solution, in the form the problem declares
   (:attr:`dlsched.problems.base.Problem.report_gap`, see :func:`gap_mode`):
   ``mean gap %`` / ``max gap %`` (relative, :func:`dlsched.gaps.relative_gap`) only when
@@ -17,7 +19,7 @@ method/backend for exact methods):
 - ``mean <metric>``: the means of :meth:`~dlsched.problems.base.Problem.report_metrics`
   over runs with a solution (Liquid: network cost and the score's parts; GENIE: on-time
   tasks and CER; Horus: GPU requests placed and cost; SCHED²: execution effectiveness and
-  makespan), read from the table's ``metrics`` column;
+  the longest started job's run time), read from the table's ``metrics`` column;
 - ``sgm time s``: shifted geometric mean of wall time over all runs with a recorded time,
   shift 1 s (a failed run counts with its wall time, at most its hard limit; a run that
   raised an error records none); ``max time s``; both printed in seconds, 3 decimals.
@@ -42,9 +44,11 @@ import pandas as pd
 from dlsched.markdown import markdown_table
 
 from .profiles import (
+    NOT_TAKEN,
     SHIFT,
     SOLVED_TOL,
     gaps_to_reference,
+    mask_not_taken,
     plot_profile,
     profile,
     reference_values,
@@ -202,22 +206,27 @@ def summarize(table: pd.DataFrame, tol: float = SOLVED_TOL) -> pd.DataFrame:
     if table.empty:
         return pd.DataFrame()
     frames = []
-    for _, group in _groups(table):
-        mode = gap_mode(group)
+    for (suite, problem, limit), whole in _groups(table):
+        group, skipped = split_not_taken(whole)
+        not_taken = solver_label(skipped).value_counts() if len(skipped) else pd.Series()
+        mode = gap_mode(group if len(group) else whole)
         mean_col, max_col = mode.columns
         metrics = metrics_frame(group)
         frame = group.assign(solver=solver_label(group), gap=gaps_to_reference(group),
-                             shown=group_gaps(group, mode))
-        for solver, runs in frame.groupby("solver", sort=True):
-            shown = runs["shown"][np.isfinite(runs["shown"])]
+                             shown=group_gaps(group, mode)) if len(group) else \
+            group.assign(solver="", gap=math.nan, shown=math.nan)
+        for solver in sorted(set(frame["solver"]) | set(not_taken.index)):
+            runs = frame[frame["solver"] == solver]
+            shown = runs["shown"][np.isfinite(runs["shown"].astype(float))]
             scale = 100.0 if mode.kind == "relative" else 1.0
             row = {
-                "suite": runs["suite"].iloc[0], "problem": runs["problem"].iloc[0],
-                "time_limit": float(runs["time_limit"].iloc[0]), "solver": solver,
+                "suite": suite, "problem": problem, "time_limit": float(limit),
+                "solver": solver,
                 "runs": len(runs), "solution": int(runs["objective"].notna().sum()),
                 "optimal": int((runs["status"] == "optimal").sum()),
                 "best": int((runs["gap"] <= tol).sum()),
                 "failed": int(runs["objective"].isna().sum()),
+                "n/a": int(not_taken.get(solver, 0)) or math.nan,
                 mean_col: scale * float(shown.mean()) if len(shown) else math.nan,
                 max_col: scale * float(shown.max()) if len(shown) else math.nan,
             }
@@ -247,19 +256,37 @@ def family_gaps(group: pd.DataFrame, mode: GapMode | None = None) -> pd.DataFram
     Returns
     -------
     pandas.DataFrame
-        Rows: families; columns: solvers; cells: text.
+        Rows: families; columns: solvers; cells: text (``n/a``: the solver does not take
+        that family's instances).
     """
+    group, skipped = split_not_taken(group)
     mode = mode or gap_mode(group)
     scale = 100.0 if mode.kind == "relative" else 1.0
-    frame = group.assign(solver=solver_label(group), gap=group_gaps(group, mode),
-                         family=group["instance"].str.replace(r"-s\d+$", "", regex=True))
     cells: dict[str, dict[str, str]] = {}
+    for family, solver in zip(_family(skipped), solver_label(skipped), strict=True):
+        cells.setdefault(family, {})[solver] = NOT_TAKEN
+    if group.empty:
+        return pd.DataFrame.from_dict(cells, orient="index").rename_axis("family")
+    frame = group.assign(solver=solver_label(group), gap=group_gaps(group, mode),
+                         family=_family(group))
     for (family, solver), runs in frame.groupby(["family", "solver"], sort=True):
         finite = runs["gap"][np.isfinite(runs["gap"])]
         failed = len(runs) - len(finite)
         text = f"{scale * finite.mean():.3g}" if len(finite) else "-"
         cells.setdefault(family, {})[solver] = text + (f" ({failed})" if failed else "")
     return pd.DataFrame.from_dict(cells, orient="index").rename_axis("family")
+
+
+def _family(group: pd.DataFrame) -> pd.Series:
+    return group["instance"].str.replace(r"-s\d+$", "", regex=True)
+
+
+def split_not_taken(group: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(runs made, pairs not taken): the rows without and with status ``n/a``."""
+    if "status" not in group:
+        return group, group.iloc[:0]
+    skipped = group["status"] == NOT_TAKEN
+    return group[~skipped], group[skipped]
 
 
 def _groups(table: pd.DataFrame):
@@ -364,19 +391,24 @@ def write_report(table: pd.DataFrame, out_dir: str | Path, *, tol: float = SOLVE
              f"runner, so it measures the interpreter, not the method. Profiles: Dolan–Moré "
              f"(time ratio to the fastest run that reached the best value) and the "
              f"distribution of gaps.", ""]
-    for (suite, problem, limit), group in _groups(table):
-        mode = gap_mode(group)
-        instances = group["instance"].nunique()
+    for (suite, problem, limit), whole in _groups(table):
+        group, skipped = split_not_taken(whole)
+        instances = whole["instance"].nunique()
         lines += [f"## {suite} · {problem} · time limit {limit:g} s · {instances} instances",
-                  "", frame_table(_part(summary, suite, problem, limit)), "",
-                  mode.reason + ".", ""]
+                  "", frame_table(_part(summary, suite, problem, limit)), ""]
+        lines += not_taken_lines(skipped)
+        if group.empty:
+            continue
+        mode = gap_mode(group)
+        lines += [mode.reason + ".", ""]
         families = family_gaps(group, mode)
         if len(families) > 1:
             lines += [f"{mode.columns[0]} by instance family (runs with a solution; failed "
                       "runs in parentheses):", "",
                       frame_table(families.reset_index(), ".3g"), ""]
         stem = f"{suite}-{problem}-{limit:g}s"
-        ratios, gaps = time_ratios(group, tol), shown_gap_matrix(group, mode)
+        ratios = mask_not_taken(time_ratios(group, tol), whole)
+        gaps = mask_not_taken(shown_gap_matrix(group, mode), whole)
         taus = GAP_TAUS if mode.kind == "relative" else ABS_GAP_TAUS
         time_prof = profile(ratios, TIME_TAUS)
         gap_prof = profile(gaps, taus)
@@ -413,6 +445,22 @@ def write_report(table: pd.DataFrame, out_dir: str | Path, *, tol: float = SOLVE
     return text
 
 
+def not_taken_lines(skipped: pd.DataFrame) -> list[str]:
+    """Markdown lines: per solver and reason, the instances it does not take (``n/a``)."""
+    if skipped.empty:
+        return []
+    lines = ["Not run (n/a): instances the method declares it does not take:", ""]
+    reasons = skipped["message"].fillna("").astype(str)
+    frame = skipped.assign(solver=solver_label(skipped), reason=reasons,
+                           alike=reasons.str.replace(r"\d+", "#", regex=True))
+    for _, rows in frame.groupby("alike", sort=True):  # one line per reason, numbers aside
+        solvers, names = sorted(set(rows["solver"])), sorted(set(rows["instance"]))
+        example = "" if rows["reason"].nunique() == 1 else "e.g. "
+        lines.append(f"- {', '.join(solvers)} on {len(names)} instance(s) "
+                     f"({', '.join(names)}): {example}{rows['reason'].iloc[0]}")
+    return [*lines, ""]
+
+
 def console_table(table: pd.DataFrame, tol: float = SOLVED_TOL) -> str:
     """The summary as markdown tables per group, each followed by its gap form.
 
@@ -432,8 +480,11 @@ def console_table(table: pd.DataFrame, tol: float = SOLVED_TOL) -> str:
     if summary.empty:
         return "(no runs)"
     parts = []
-    for (suite, problem, limit), group in _groups(table):
+    for (suite, problem, limit), whole in _groups(table):
+        group, skipped = split_not_taken(whole)
+        reason = gap_mode(group).reason + "." if len(group) else ""
+        na = "\n".join(not_taken_lines(skipped)).strip()
         parts.append(f"{suite} · {problem} · time limit {limit:g} s\n\n"
                      + frame_table(_part(summary, suite, problem, limit)) + "\n"
-                     + gap_mode(group).reason + ".")
+                     + "\n".join(x for x in (reason, na) if x))
     return "\n\n".join(parts)

@@ -11,6 +11,8 @@ tasks carry the compressed instance, so workers need the package but not the fil
 Each finished run appends one row to the results table (CSV, or Parquet by file suffix);
 a rerun skips every (instance sha256, method, backend, seed, time limit) already present,
 so an interrupted benchmark resumes where it stopped.
+A pair a method declares it does not take (``MethodSpec.refusal``, e.g. an offline
+schedule and a snapshot) is not run: status ``n/a``, the reason as message.
 
 Gap to best known (column ``gap_to_best``): :func:`dlsched.gaps.relative_gap` with the
 objective sense, i.e.::
@@ -59,6 +61,7 @@ from dlsched.registry import methods_for
 from dlsched.solve import solve
 
 from .library import Manifest, Offer, offer_best
+from .profiles import NOT_TAKEN
 from .sandbox import fork_call
 
 log = logging.getLogger(__name__)
@@ -117,6 +120,7 @@ class Task:
     best_known: float | None
     best_known_status: str | None
     isolate: bool = True
+    refusal: str = ""  # why the method does not take the instance (not run: ``n/a``)
 
 
 def gap_to_best(objective: float | None, best: float | None, sense: str) -> float | None:
@@ -243,7 +247,11 @@ def plan(manifest: Manifest, settings: BenchSettings, instances: Iterable[str] |
         if not manifest.path_of(name).name.endswith(".gz"):
             payload = gzip.compress(payload, mtime=0)
         best = rec.get("best") or {}
+        instance = None  # read only for a method that may refuse it
         for method, backend in _expand_methods(specs, settings.methods, used, strict_methods):
+            if (hook := specs[method].refusal) is not None and instance is None:
+                instance = instance_from_dict(json.loads(gzip.decompress(payload)))
+            refusal = (hook(instance) or "") if hook is not None else ""
             for seed in settings.seeds:
                 tasks.append(Task(
                     suite=manifest.suite, instance=name, instance_sha256=rec["sha256"],
@@ -251,7 +259,8 @@ def plan(manifest: Manifest, settings: BenchSettings, instances: Iterable[str] |
                     kind=specs[method].kind, backend=backend, seed=int(seed),
                     time_limit=float(settings.time_limit), kill_after=float(kill_after),
                     payload=payload, best_known=best.get("objective"),
-                    best_known_status=best.get("status"), isolate=settings.isolate))
+                    best_known_status=best.get("status"), isolate=settings.isolate,
+                    refusal=refusal))
     if settings.methods is not None and strict_methods:
         missing = [m for m in settings.methods if m not in used]
         if missing:
@@ -381,6 +390,11 @@ def run_bench(manifest: Manifest, settings: BenchSettings, output: str | Path | 
             log.info("resuming: %d runs already in %s", len(skipped), path)
     env = environment()
     writer = _Writer(path)
+    for task in tasks:
+        if task.refusal:  # declared by the method: recorded, not run
+            writer.add(_row(task, {"status": NOT_TAKEN, "message": task.refusal[:500]},
+                            env, settings.jobs))
+    tasks = [t for t in tasks if not t.refusal]
     offers: list[Offer] = []
     for task, outcome in _outcomes(tasks, settings):
         row = _row(task, outcome, env, settings.jobs)

@@ -45,6 +45,12 @@ class MethodSpec:
     default_backend: str | None = None
     summary: str = ""
     export: Callable[..., None] | None = None  # (instance, path, fmt) -> writes MPS/LP
+    refusal: Callable[[Any], str | None] | None = None
+    """``refusal(instance)``: why the method does not take ``instance`` by design (the
+    one-line reason, e.g. an offline schedule asked for a snapshot with running jobs), or
+    ``None`` when it takes it; ``None`` (no hook): it takes every instance of its problem.
+    The benchmark runner records such pairs as ``n/a`` with the reason instead of running
+    them."""
     objective: str | None = None
     """For methods that return offline schedules (timed decisions): the problem's schedule
     objective they optimize (``Problem.schedule_objectives``); ``None``: the snapshot

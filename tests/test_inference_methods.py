@@ -52,7 +52,7 @@ def test_the_six_methods_are_registered_for_inference():
     specs = methods_for("inference")
     assert {m: specs[m].kind for m in METHODS} == {
         "fixed": "baseline", "heuristic": "heuristic", "pg": "learned",
-        "edf-dp": "heuristic", "lagrange": "heuristic", "exact": "exact"}
+        "edf-dp": "heuristic", "lagrange": "bound", "exact": "exact"}
 
 
 @pytest.fixture(scope="module")

@@ -263,6 +263,17 @@ def _runner(objective: str):
     return run
 
 
+def refusal(instance: Instance) -> str | None:
+    """Why the offline model does not take ``instance`` (running jobs, mixed GPU speeds,
+    binding CPU/RAM/memory, more placement shapes than it holds), or None."""
+    try:
+        check_workload(instance)
+        job_modes(instance)
+    except InputError as exc:
+        return str(exc)
+    return None
+
+
 _SUMMARY = {"makespan": "offline schedule of the whole workload: min makespan",
             "weighted_jct": "offline schedule of the whole workload: min weighted JCT",
             "qos": "offline schedule: max % of jobs by deadline, then min makespan"}
@@ -272,4 +283,4 @@ for _problem in PROBLEMS:
         register_method(MethodSpec(
             problem=_problem, name=_name, kind="exact", run=_runner(_objective),
             backends=("cpsat",), default_backend="cpsat", summary=_SUMMARY[_objective],
-            export=export_model(_objective), objective=_objective))
+            export=export_model(_objective), objective=_objective, refusal=refusal))

@@ -289,21 +289,22 @@ class Sched2Problem(Problem):
         dict of str to float
             ``effective GPUs`` (the objective), ``GPUs started``, ``execution
             effectiveness`` (effective / started GPUs, 1 = no locality slowdown; NaN when
-            nothing starts) and ``makespan s`` (longest duration × slowdown of a started
-            job, i.e. when the last started job ends; 0 when nothing starts).
+            nothing starts) and ``longest started job s`` (the largest duration ×
+            locality slowdown among the started jobs: how long after the snapshot the last
+            of them ends; 0 when nothing starts; not a makespan of the workload).
         """
         p = self.parse_params(instance.params)
-        effective = started = makespan = 0.0
+        effective = started = longest = 0.0
         for pl in decision.placements:
             job = instance.job(pl.job)
             slow = locality_slowdown(p.sensitivity(job.model),
                                      placement_counts(instance, pl.gpus))
             effective += job.num_gpus / slow
             started += job.num_gpus
-            makespan = max(makespan, float(job.duration) * slow)
+            longest = max(longest, float(job.duration) * slow)
         return {"effective GPUs": effective, "GPUs started": started,
                 "execution effectiveness": effective / started if started else math.nan,
-                "makespan s": makespan}
+                "longest started job s": longest}
 
 
 # ----------------------------------------------------------------------------- rate models
