@@ -106,6 +106,17 @@ def _cmd_report(args: argparse.Namespace) -> int:
                          fix="pass the CSV or Parquet file written by dlsched bench")
     if args.suite:
         table = table[table["suite"] == args.suite]
+    if args.update_doc:
+        from .report import update_doc
+
+        try:
+            changed = update_doc(table, args.update_doc, tol=args.tol)
+        except (OSError, ValueError) as exc:
+            raise InputError(str(exc), field="--update-doc", source=args.update_doc,
+                             fix="name a markdown file with the report's begin/end markers "
+                                 "(docs/benchmarks.md)") from None
+        print(f"{'updated' if changed else 'unchanged'}: {args.update_doc}")
+        return EXIT_OK
     out = check_output(args.output_dir or f"{path.with_suffix('')}-report", "--output-dir",
                        directory=True)
     write_report(table, out, tol=args.tol, plots=not args.no_plots)
@@ -113,6 +124,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     print(console_table(table, args.tol))
     print(f"\nwrote {out / 'summary.md'}")
+    if args.html:
+        from .html_report import bench_page
+
+        html_dir = check_output(args.html, "--html", directory=True)
+        page = bench_page(table, html_dir, tol=args.tol, title=f"Benchmark report: {path.name}")
+        print(f"wrote {page}")
     return EXIT_OK
 
 
@@ -147,7 +164,8 @@ def _cmd_compete(args: argparse.Namespace) -> int:
     print(frame_table(board, ".4f"))
     for note in notes:
         print(note)
-    print(f"\nwrote {output / 'leaderboard.md'} and {output / 'scores.csv'}")
+    print(f"\nwrote {output / 'leaderboard.md'}, {output / 'scores.csv'} and the page "
+          f"{output / 'index.html'}")
     ours = board[board["entrant"].isin({e.name for e in entrants})]
     if not (ours["valid"] > 0).any():
         print("no entrant wrote a valid solution: see the failures column and each run's "
@@ -258,6 +276,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     rep.add_argument("--tol", type=float, default=1e-6,
                      help="relative gap counted as reaching the best value (1e-6)")
     rep.add_argument("--no-plots", action="store_true", help="tables only")
+    rep.add_argument("--html", metavar="DIR", help="also write DIR/index.html: one "
+                     "self-contained page (tables, profiles, per-instance runs; sortable)")
+    rep.add_argument("--update-doc", metavar="FILE", help="only rewrite the generated "
+                     "section of a markdown file (between its begin/end markers) from the "
+                     "table, e.g. docs/benchmarks.md")
     rep.set_defaults(func=_cmd_report)
 
     com = subparsers.add_parser("compete", help="score solvers on a suite (leaderboard)",

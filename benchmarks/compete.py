@@ -59,7 +59,9 @@ from dlsched.problems import get_problem
 from dlsched.solution_io import load_solution, save_solution
 from dlsched.validate import validate
 
+from .html_report import compete_page
 from .library import Manifest, Offer, offer_best
+from .profiles import SOLVED_TOL
 from .report import frame_table
 from .runner import gap_to_best
 from .sandbox import SIGNAL_NOTES, Capture, Limits, become_subreaper, run_command, signal_name
@@ -340,6 +342,8 @@ def compete(manifest: Manifest, entrants: list[Entrant], output: str | Path, *,
     board.to_csv(out / "leaderboard.csv", index=False)
     (out / "leaderboard.md").write_text(leaderboard_markdown(board, manifest.suite, time_limit),
                                         encoding="utf-8")
+    compete_page(pd.read_csv(scores, keep_default_na=False, na_values=[""]), board, out,
+                 suite=manifest.suite, time_limit=time_limit, tol=SOLVED_TOL)
     return board, notes
 
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -142,7 +144,7 @@ def profile_steps(matrix: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarra
     return out
 
 
-def plot_profile(matrix: pd.DataFrame, path: str, *, title: str, xlabel: str,
+def plot_profile(matrix: pd.DataFrame, path: str | Path | BinaryIO, *, title: str, xlabel: str,
                  log_x: bool = True, floor: float | None = None) -> None:
     """Write the profile of ``matrix`` as a PNG (step plot, one line per solver).
 
@@ -155,7 +157,7 @@ def plot_profile(matrix: pd.DataFrame, path: str, *, title: str, xlabel: str,
     matrix
         Ratios or gaps: rows are problems, columns solvers (+inf = not solved).
     path
-        PNG file to write.
+        PNG file to write (a path, or a binary file object).
     title, xlabel
         Plot title and x-axis label.
     log_x
@@ -207,5 +209,5 @@ def plot_profile(matrix: pd.DataFrame, path: str, *, title: str, xlabel: str,
         ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   borderaxespad=0.0, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, format="png")
     plt.close(fig)

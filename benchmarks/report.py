@@ -33,16 +33,17 @@ Profiles (:mod:`dlsched.benchmarks.profiles`) per group: time and gap, as PNG an
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
 
 from dlsched.markdown import markdown_table
 
+from .gap_forms import GapMode, gap_mode, group_gaps, metrics_frame
 from .profiles import (
     NOT_TAKEN,
     SHIFT,
@@ -51,7 +52,6 @@ from .profiles import (
     mask_not_taken,
     plot_profile,
     profile,
-    reference_values,
     shifted_geometric_mean,
     solver_label,
     time_ratios,
@@ -61,129 +61,6 @@ TIME_TAUS = (1, 2, 5, 10, 100, 1000)
 GAP_TAUS = (0.0, 1e-6, 1e-4, 1e-3, 1e-2, 0.05, 0.1, 0.5)
 FORMATS = {"sgm time s": ".3f", "max time s": ".3f", "mean gap %": ".2f", "max gap %": ".2f"}
 """Fixed formats of the printed columns (others: 4 significant digits)."""
-
-
-@dataclass(frozen=True)
-class GapMode:
-    """How one group's gaps are stated.
-
-    Attributes
-    ----------
-    kind
-        ``"relative"`` or ``"absolute"``.
-    on
-        ``None`` (the objective) or the name of a :meth:`Problem.report_metrics` entry.
-    reason
-        Why this form was chosen (printed under the group's table).
-    """
-
-    kind: str
-    on: str | None
-    reason: str
-
-    @property
-    def columns(self) -> tuple[str, str]:
-        if self.kind == "relative":
-            return "mean gap %", "max gap %"
-        unit = f" ({self.on})" if self.on else " (abs)"
-        return f"mean gap{unit}", f"max gap{unit}"
-
-
-def _problem(name: str):
-    from dlsched.problems import base
-
-    return base._PROBLEMS.get(name)
-
-
-def metrics_frame(group: pd.DataFrame) -> pd.DataFrame:
-    """The ``metrics`` column (JSON text per run) as one column per metric.
-
-    Parameters
-    ----------
-    group
-        The runs of one (suite, problem, time limit) group of a results table.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Same index as ``group``; NaN where a run has no such metric.
-    """
-    if "metrics" not in group:
-        return pd.DataFrame(index=group.index)
-    rows = []
-    for text in group["metrics"]:
-        try:
-            rows.append(json.loads(text) if isinstance(text, str) and text else {})
-        except json.JSONDecodeError:
-            rows.append({})
-    return pd.DataFrame(rows, index=group.index, dtype=float)
-
-
-def gap_mode(group: pd.DataFrame) -> GapMode:
-    """The gap form of a group (one suite, problem and time limit).
-
-    The problem's :attr:`report_gap` (``relative`` for an unregistered problem) decides;
-    a relative gap is further allowed only when all objectives and best known values of
-    the group have one sign (then |a − b| / max(|a|, |b|) ≤ 1); otherwise the absolute
-    difference is used.
-
-    Parameters
-    ----------
-    group
-        The runs of one (suite, problem, time limit) group of a results table.
-
-    Returns
-    -------
-    GapMode
-    """
-    problem = _problem(str(group["problem"].iloc[0]))
-    kind = getattr(problem, "report_gap", "relative")
-    on = getattr(problem, "report_gap_on", None)
-    if kind != "relative":
-        what = f"{on} (higher is better)" if on else "the objective's units"
-        return GapMode("absolute", on, f"gap: difference to the best run, in {what}; the "
-                       f"problem declares a relative gap meaningless (its objective "
-                       + ("is lexicographic)" if on else "crosses zero)"))
-    values = pd.concat([group["objective"], group.get("best_known", pd.Series(dtype=float))])
-    values = values.dropna().astype(float)
-    if len(values) and values.min() < 0 < values.max():
-        return GapMode("absolute", None, "gap: difference to the best value, in the "
-                       "objective's units (objectives of both signs here: a relative gap "
-                       "would be meaningless)")
-    return GapMode("relative", None, "gap: relative, |objective − best| / "
-                   "max(|objective|, |best|) (dlsched.gaps.relative_gap), in percent")
-
-
-def group_gaps(group: pd.DataFrame, mode: GapMode) -> pd.Series:
-    """Gap of each run to the best of its instance in the form ``mode``.
-
-    Parameters
-    ----------
-    group
-        The runs of one (suite, problem, time limit) group of a results table.
-    mode
-        From :func:`gap_mode`.
-
-    Returns
-    -------
-    pandas.Series
-        Relative: :func:`dlsched.benchmarks.profiles.gaps_to_reference`; absolute: how
-        much worse than the best (≥ 0); +inf for a run without a solution.
-    """
-    if mode.kind == "relative":
-        return gaps_to_reference(group)
-    sense = str(group["sense"].iloc[0]) if "sense" in group else "min"
-    if mode.on:  # a metric where higher is better (the problem's compared quantity)
-        values = metrics_frame(group).get(mode.on, pd.Series(math.nan, index=group.index))
-        values = values.where(group["objective"].notna())
-        best = values.groupby(group["instance"]).transform("max")
-        diff = best - values
-    else:
-        refs = reference_values(group)
-        best = group["instance"].map(refs)
-        values = group["objective"].astype(float)
-        diff = values - best if sense == "min" else best - values
-    return diff.astype(float).fillna(math.inf).clip(lower=0.0)
 
 
 def summarize(table: pd.DataFrame, tol: float = SOLVED_TOL) -> pd.DataFrame:
@@ -266,7 +143,7 @@ def family_gaps(group: pd.DataFrame, mode: GapMode | None = None) -> pd.DataFram
     for family, solver in zip(_family(skipped), solver_label(skipped), strict=True):
         cells.setdefault(family, {})[solver] = NOT_TAKEN
     if group.empty:
-        return pd.DataFrame.from_dict(cells, orient="index").rename_axis("family")
+        return _family_frame(cells)
     frame = group.assign(solver=solver_label(group), gap=group_gaps(group, mode),
                          family=_family(group))
     for (family, solver), runs in frame.groupby(["family", "solver"], sort=True):
@@ -274,7 +151,12 @@ def family_gaps(group: pd.DataFrame, mode: GapMode | None = None) -> pd.DataFram
         failed = len(runs) - len(finite)
         text = f"{scale * finite.mean():.3g}" if len(finite) else "-"
         cells.setdefault(family, {})[solver] = text + (f" ({failed})" if failed else "")
-    return pd.DataFrame.from_dict(cells, orient="index").rename_axis("family")
+    return _family_frame(cells)
+
+
+def _family_frame(cells: dict[str, dict[str, str]]) -> pd.DataFrame:
+    frame = pd.DataFrame.from_dict(cells, orient="index").rename_axis("family")
+    return frame[sorted(frame.columns)].sort_index()
 
 
 def _family(group: pd.DataFrame) -> pd.Series:
@@ -356,6 +238,132 @@ def shown_gap_matrix(group: pd.DataFrame, mode: GapMode) -> pd.DataFrame:
                              aggfunc="min", fill_value=np.inf)
 
 
+@dataclass(frozen=True)
+class GroupReport:
+    """What the report says about one (suite, problem, time limit) group of runs.
+
+    ``runs``: the runs made; ``skipped``: the pairs not taken (``n/a``); ``summary``: its
+    rows of :func:`summarize`; ``mode``, ``families``, the profile matrices (``ratios``,
+    ``gaps``: NaN where not taken) and tables (``time_profile``, ``gap_profile``) are
+    ``None`` when no run was made.
+    """
+
+    suite: str
+    problem: str
+    time_limit: float
+    runs: pd.DataFrame
+    skipped: pd.DataFrame
+    summary: pd.DataFrame
+    mode: GapMode | None = None
+    families: pd.DataFrame | None = None
+    ratios: pd.DataFrame | None = None
+    gaps: pd.DataFrame | None = None
+    time_profile: pd.DataFrame | None = None
+    gap_profile: pd.DataFrame | None = None
+
+    @property
+    def title(self) -> str:
+        n = len(set(self.runs["instance"]) | set(self.skipped["instance"]))
+        return (f"{self.suite} · {self.problem} · time limit {self.time_limit:g} s · "
+                f"{n} instances")
+
+    @property
+    def stem(self) -> str:
+        return f"{self.suite}-{self.problem}-{self.time_limit:g}s"
+
+    @property
+    def gap_word(self) -> str:
+        if self.mode is None or self.mode.kind == "relative":
+            return "relative gap"
+        return f"gap in {self.mode.on or 'objective units'}"
+
+    def plot(self, time_png: str | Path | BinaryIO, gap_png: str | Path | BinaryIO) -> None:
+        """Draw the time and gap profiles as PNG (paths or binary files; a group with runs
+        only)."""
+        assert self.mode is not None and self.ratios is not None and self.gaps is not None
+        relative = self.mode.kind == "relative"
+        plot_profile(self.ratios, time_png,
+                     title=f"{self.suite} · {self.problem} · {self.time_limit:g} s: time "
+                     "profile", xlabel="τ (time / fastest time of a run reaching the best "
+                     "value)")
+        plot_profile(self.gaps, gap_png,
+                     title=f"{self.suite} · {self.problem} · {self.time_limit:g} s: gap profile",
+                     xlabel=f"τ ({self.gap_word} to the best known; a gap of 0 is drawn at "
+                     f"{1e-7 if relative else 1e-3:g})", floor=1e-7 if relative else 1e-3)
+
+
+def group_reports(table: pd.DataFrame, tol: float = SOLVED_TOL) -> list[GroupReport]:
+    """One :class:`GroupReport` per (suite, problem, time limit) of ``table``, in order."""
+    summary = summarize(table, tol)
+    out = []
+    for (suite, problem, limit), whole in _groups(table):
+        group, skipped = split_not_taken(whole)
+        part = _part(summary, suite, problem, limit)
+        if group.empty:
+            out.append(GroupReport(str(suite), str(problem), float(limit), group, skipped,
+                                   part))
+            continue
+        mode = gap_mode(group)
+        ratios = mask_not_taken(time_ratios(group, tol), whole)
+        gaps = mask_not_taken(shown_gap_matrix(group, mode), whole)
+        taus = GAP_TAUS if mode.kind == "relative" else ABS_GAP_TAUS
+        out.append(GroupReport(str(suite), str(problem), float(limit), group, skipped, part,
+                               mode, family_gaps(whole, mode), ratios, gaps,
+                               profile(ratios, TIME_TAUS), profile(gaps, taus)))
+    return out
+
+
+def group_markdown(g: GroupReport, heading: str = "##", images: bool = False) -> list[str]:
+    """The markdown lines of one group: summary, n/a, gap form, families, profiles (as
+    tables, and as the PNG files :meth:`GroupReport.plot` writes when ``images``),
+    runs without a solution."""
+    lines = [f"{heading} {g.title}", "", frame_table(g.summary), ""]
+    lines += not_taken_lines(g.skipped)
+    if g.mode is None:
+        return lines
+    assert g.families is not None and g.time_profile is not None
+    assert g.gap_profile is not None
+    lines += [g.mode.reason + ".", ""]
+    if len(g.families) > 1:
+        lines += [f"{g.mode.columns[0]} by instance family (runs with a solution; failed "
+                  "runs in parentheses; n/a: not taken):", "",
+                  frame_table(g.families.reset_index(), ".3g"), ""]
+    lines += ["Time profile (share of the problems a solver takes that it solved within τ "
+              "× the fastest time):", "", frame_table(g.time_profile.reset_index(), ".3g"), "",
+              f"Gap profile (share of the problems a solver takes with {g.gap_word} ≤ τ):",
+              "", frame_table(g.gap_profile.reset_index(), ".3g"), ""]
+    if images:
+        lines += [f"![time profile](profile-time-{g.stem}.png) "
+                  f"![gap profile](profile-gap-{g.stem}.png)", ""]
+    failures = g.runs[g.runs["objective"].isna()]
+    if len(failures):
+        lines += ["Runs without a solution:", ""]
+        for _, row in failures.iterrows():
+            label = row["method"] + (f"/{row['backend']}" if isinstance(row["backend"], str)
+                                     and row["backend"] else "")
+            lines.append(f"- {row['instance']} {label} seed {row['seed']}: "
+                         f"{row['status']} {row['message'] or ''}".rstrip())
+        lines.append("")
+    return lines
+
+
+def report_preamble(tol: float = SOLVED_TOL) -> str:
+    """What the report's columns and profiles measure (one paragraph)."""
+    return (f"Gap: to the best value known per instance, in the form each problem declares "
+            f"(stated under each table): relative (|objective − best| / max(|objective|, "
+            f"|best|), in percent) only when all values have one sign, else the absolute "
+            f"difference. Counts: runs made; solution: runs with a validated decision; "
+            f"optimal: proven by the method's bound; best: runs within {tol:g} (relative) "
+            f"of the best value; failed: runs without a decision; n/a: instances the "
+            f"method declares it does not take (not run, not failures). \"mean <metric>\": "
+            f"the problem's own quantities, over runs with a solution. Times: wall clock "
+            f"in seconds; sgm = shifted geometric mean with shift {SHIFT:g} s. Peak memory "
+            f"is not shown: runs are forked from the runner, so it measures the "
+            f"interpreter, not the method. Profiles: Dolan–Moré (time ratio to the fastest "
+            f"run that reached the best value) and the distribution of gaps, each solver "
+            f"over the problems it takes.")
+
+
 def write_report(table: pd.DataFrame, out_dir: str | Path, *, tol: float = SOLVED_TOL,
                  plots: bool = True) -> str:
     """Write summary.csv, summary.md and per-group profiles (PNG + CSV).
@@ -378,71 +386,44 @@ def write_report(table: pd.DataFrame, out_dir: str | Path, *, tol: float = SOLVE
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    summary = summarize(table, tol)
-    summary.to_csv(out / "summary.csv", index=False)
-    lines = ["# Benchmark summary", "",
-             f"Gap: to the best value known per instance, in the form each problem "
-             f"declares (stated under each table): relative (|objective − best| / "
-             f"max(|objective|, |best|), in percent) only when all values have one sign, "
-             f"else the absolute difference. \"best\": runs within {tol:g} (relative) of "
-             f"the best value. \"mean <metric>\": the problem's own quantities, over runs "
-             f"with a solution. Times: wall clock in seconds; sgm = shifted geometric mean "
-             f"with shift {SHIFT:g} s. Peak memory is not shown: runs are forked from the "
-             f"runner, so it measures the interpreter, not the method. Profiles: Dolan–Moré "
-             f"(time ratio to the fastest run that reached the best value) and the "
-             f"distribution of gaps.", ""]
-    for (suite, problem, limit), whole in _groups(table):
-        group, skipped = split_not_taken(whole)
-        instances = whole["instance"].nunique()
-        lines += [f"## {suite} · {problem} · time limit {limit:g} s · {instances} instances",
-                  "", frame_table(_part(summary, suite, problem, limit)), ""]
-        lines += not_taken_lines(skipped)
-        if group.empty:
-            continue
-        mode = gap_mode(group)
-        lines += [mode.reason + ".", ""]
-        families = family_gaps(group, mode)
-        if len(families) > 1:
-            lines += [f"{mode.columns[0]} by instance family (runs with a solution; failed "
-                      "runs in parentheses):", "",
-                      frame_table(families.reset_index(), ".3g"), ""]
-        stem = f"{suite}-{problem}-{limit:g}s"
-        ratios = mask_not_taken(time_ratios(group, tol), whole)
-        gaps = mask_not_taken(shown_gap_matrix(group, mode), whole)
-        taus = GAP_TAUS if mode.kind == "relative" else ABS_GAP_TAUS
-        time_prof = profile(ratios, TIME_TAUS)
-        gap_prof = profile(gaps, taus)
-        time_prof.to_csv(out / f"profile-time-{stem}.csv")
-        gap_prof.to_csv(out / f"profile-gap-{stem}.csv")
-        gap_word = "relative gap" if mode.kind == "relative" else \
-            f"gap in {mode.on or 'objective units'}"
-        lines += ["Time profile (share of problems solved within τ × the fastest time):", "",
-                  frame_table(time_prof.reset_index(), ".3g"), "",
-                  f"Gap profile (share of problems with {gap_word} ≤ τ):", "",
-                  frame_table(gap_prof.reset_index(), ".3g"), ""]
-        if plots:
-            plot_profile(ratios, str(out / f"profile-time-{stem}.png"),
-                         title=f"{suite} · {problem} · {limit:g} s: time profile",
-                         xlabel="τ (time / fastest time of a run reaching the best value)")
-            plot_profile(gaps, str(out / f"profile-gap-{stem}.png"),
-                         title=f"{suite} · {problem} · {limit:g} s: gap profile",
-                         xlabel=f"τ ({gap_word} to the best known; a gap of 0 is drawn at "
-                         f"{1e-7 if mode.kind == 'relative' else 1e-3:g})",
-                         floor=1e-7 if mode.kind == "relative" else 1e-3)
-            lines += [f"![time profile](profile-time-{stem}.png) "
-                      f"![gap profile](profile-gap-{stem}.png)", ""]
-        failures = group[group["objective"].isna()]
-        if len(failures):
-            lines += ["Runs without a solution:", ""]
-            for _, row in failures.iterrows():
-                label = row["method"] + (f"/{row['backend']}" if isinstance(row["backend"], str)
-                                         and row["backend"] else "")
-                lines.append(f"- {row['instance']} {label} seed {row['seed']}: "
-                             f"{row['status']} {row['message'] or ''}".rstrip())
-            lines.append("")
+    summarize(table, tol).to_csv(out / "summary.csv", index=False)
+    lines = ["# Benchmark summary", "", report_preamble(tol), ""]
+    for g in group_reports(table, tol):
+        if g.time_profile is not None and g.gap_profile is not None:
+            g.time_profile.to_csv(out / f"profile-time-{g.stem}.csv")
+            g.gap_profile.to_csv(out / f"profile-gap-{g.stem}.csv")
+            if plots:
+                g.plot(out / f"profile-time-{g.stem}.png", out / f"profile-gap-{g.stem}.png")
+        lines += group_markdown(g, images=plots and g.mode is not None)
     text = "\n".join(lines)
     (out / "summary.md").write_text(text, encoding="utf-8")
     return text
+
+
+DOC_BEGIN = "<!-- generated by `dlsched report --update-doc`: begin -->"
+DOC_END = "<!-- generated by `dlsched report --update-doc`: end -->"
+
+
+def update_doc(table: pd.DataFrame, doc: str | Path, *, tol: float = SOLVED_TOL) -> bool:
+    """Replace the text between :data:`DOC_BEGIN` and :data:`DOC_END` in ``doc`` with the
+    report's groups (level-3 headings, profiles as tables); True when it changed.
+
+    Raises
+    ------
+    ValueError
+        ``doc`` lacks the two markers, in order.
+    """
+    path = Path(doc)
+    text = path.read_text(encoding="utf-8")
+    start, end = text.find(DOC_BEGIN), text.find(DOC_END)
+    if start < 0 or end < start:
+        raise ValueError(f"{path} has no {DOC_BEGIN!r} ... {DOC_END!r} section")
+    body = [line for g in group_reports(table, tol) for line in group_markdown(g, "###")]
+    new = text[:start + len(DOC_BEGIN)] + "\n\n" + "\n".join(body).rstrip() + "\n\n" + \
+        text[end:]
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+    return new != text
 
 
 def not_taken_lines(skipped: pd.DataFrame) -> list[str]:

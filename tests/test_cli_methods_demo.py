@@ -1,0 +1,46 @@
+"""`dlsched methods` and `dlsched demo` as a new user reads them (issue 31, item 5)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from dlsched import load_instance, relative_gap, solve
+
+DLSCHED = [sys.executable, "-m", "dlsched.cli"]
+
+
+def test_methods_prints_aligned_columns_with_the_five_kinds():
+    out = subprocess.run([*DLSCHED, "methods"], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    header = out[0]
+    starts = [header.index(word) for word in ("method", "kind", "backends", "summary")]
+    rows = {}
+    for line in out[1:]:
+        # every column starts where its heading does, long names (offline-makespan) too
+        assert all(line[s - 2:s] == "  " and line[s] != " " for s in starts), line
+        problem, method, kind = line.split()[:3]
+        rows[(problem, method)] = kind
+    assert set(rows.values()) == {"exact", "bound", "heuristic", "baseline", "learned"}
+    assert rows[("inference", "lagrange")] == "bound"
+    assert rows[("sched2", "dqn")] == rows[("sched2", "learned-priority")] == "learned"
+    assert rows[("sched2", "offline-makespan")] == rows[("horus", "exact")] == "exact"
+
+
+def test_demo_prints_the_gap_result_gap_uses(tmp_path):
+    args = ["--nodes", "4", "--busy", "0.9", "--seed", "1"]
+    out = subprocess.run([*DLSCHED, "demo", *args, "--time-limit", "60"],
+                         capture_output=True, text=True, check=True).stdout
+    printed = float(re.search(r"gap of greedy to the proven optimum: ([\d.]+) %", out)[1])
+    # the same snapshot, solved through the library
+    path = tmp_path / "h.json"
+    subprocess.run([*DLSCHED, "generate", "horus", "--nodes", "4", "--beta", "15",
+                    "--busy", "0.9", "--seed", "1", "-o", str(path)], check=True)
+    instance = load_instance(path)
+    exact = solve(instance, "exact", backend="cbc", time_limit=60)
+    greedy = solve(instance, "greedy", seed=1)
+    assert exact.status.value == "optimal"
+    assert greedy.objective is not None and exact.objective is not None
+    gap = relative_gap(greedy.objective, exact.objective, "min")
+    assert gap is not None and printed == round(100 * gap, 3)
