@@ -14,6 +14,7 @@ import base64
 import html
 import io
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,12 +74,17 @@ class Section:
 
     heading: str
     paragraphs: Sequence[str] = ()
-    tables: Sequence[tuple[str, pd.DataFrame]] = ()
+    tables: Sequence[tuple[str, pd.DataFrame, str]] = ()
+    """(caption, table, HTML id or "")."""
     images: Sequence[tuple[str, bytes]] = ()
     """(alt text, PNG bytes)."""
 
 
 def _cell(column: str, value: object) -> str:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return f"<td data-v='{int(value)}'>{int(value)}</td>"
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        value = float(value)
     if isinstance(value, float):
         if math.isnan(value):
             return "<td data-v=''>-</td>"
@@ -87,13 +93,14 @@ def _cell(column: str, value: object) -> str:
     return f"<td class='text'>{html.escape(str(value))}</td>"
 
 
-def html_table(frame: pd.DataFrame) -> str:
+def html_table(frame: pd.DataFrame, table_id: str = "") -> str:
     """A sortable HTML table of ``frame`` (no index); floats as in the markdown report."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
     rows = "".join(
         "<tr>" + "".join(_cell(str(c), v) for c, v in zip(frame.columns, row, strict=True))
         + "</tr>" for row in frame.itertuples(index=False))
-    return (f"<table class='sortable'><thead><tr>{head}</tr></thead>"
+    ident = f" id='{html.escape(table_id)}'" if table_id else ""
+    return (f"<table class='sortable'{ident}><thead><tr>{head}</tr></thead>"
             f"<tbody>{rows}</tbody></table>")
 
 
@@ -113,8 +120,8 @@ def page(title: str, intro: Sequence[str], sections: Sequence[Section]) -> str:
     for i, s in enumerate(sections):
         parts.append(f"<h2 id='s{i}'>{html.escape(s.heading)}</h2>")
         parts += [f"<p>{html.escape(p)}</p>" for p in s.paragraphs]
-        tables = [[f"<p class='note'>{html.escape(caption)}</p>", html_table(frame)]
-                  for caption, frame in s.tables]
+        tables = [[f"<p class='note'>{html.escape(caption)}</p>", html_table(frame, ident)]
+                  for caption, frame, ident in s.tables]
         parts += tables[0] if tables else []  # the summary first, then the profiles
         parts += [png_image(alt, data) for alt, data in s.images]
         parts += [part for table in tables[1:] for part in table]
@@ -132,16 +139,18 @@ def _png(draw) -> tuple[bytes, bytes]:
 def group_section(g: GroupReport, per_instance: pd.DataFrame) -> Section:
     """A benchmark group: summary, n/a reasons, families, profiles, per-instance runs."""
     paragraphs = [line.removeprefix("- ") for line in not_taken_lines(g.skipped) if line]
-    tables = [("Summary per solver", g.summary)]
+    tables = [("Summary per solver", g.summary, f"summary-{g.stem}")]
     images: list[tuple[str, bytes]] = []
     if g.mode is not None:
         paragraphs.append(g.mode.reason + ".")
         if g.families is not None and len(g.families) > 1:
             tables.append((f"{g.mode.columns[0]} by instance family (failed runs in "
-                           "parentheses; n/a: not taken)", g.families.reset_index()))
+                           "parentheses; n/a: not taken)", g.families.reset_index(),
+                           f"families-{g.stem}"))
         time_png, gap_png = _png(g.plot)
         images = [(f"{g.stem} time profile", time_png), (f"{g.stem} gap profile", gap_png)]
-    tables.append(("Per instance: every run (n/a: not taken, with the reason)", per_instance))
+    tables.append(("Per instance: every run (n/a: not taken, with the reason)", per_instance,
+                   f"runs-{g.stem}"))
     return Section(g.title, paragraphs, tables, images)
 
 
@@ -220,7 +229,7 @@ def compete_page(scores: pd.DataFrame, board: pd.DataFrame, out_dir: str | Path,
     sections = [Section("Leaderboard", ["Score per instance: clip(1 − gap to the best known "
                                         "objective, 0, 1); 0 for an invalid, missing, "
                                         "timed-out or crashed run (docs/competition.md)."],
-                        [("Entrants ranked by total score", board)])]
+                        [("Entrants ranked by total score", board, "leaderboard")])]
     for g in group_reports(runs, tol):
         part = latest[(latest["problem"] == g.problem)
                       & (latest["time_limit"].astype(float) == g.time_limit)]
@@ -229,9 +238,9 @@ def compete_page(scores: pd.DataFrame, board: pd.DataFrame, out_dir: str | Path,
                                  "best_known": "best known", "wall_time": "wall time s"})
         section = group_section(g, per_instance.sort_values(["instance", "entrant"]))
         sections.append(Section(section.heading, section.paragraphs,
-                                [(c, t.drop(columns=["optimal"], errors="ignore"))
-                                 if i == 0 else (c, t) for i, (c, t) in
-                                 enumerate(section.tables)], section.images))
+                                [(c, t.drop(columns=["optimal"], errors="ignore"), i)
+                                 if i.startswith("summary-") else (c, t, i)
+                                 for c, t, i in section.tables], section.images))
     intro = [f"Competition on suite {suite}, time limit {time_limit:g} s per instance. "
              "Summaries and profiles below treat each entrant as a solver: "
              + report_preamble(tol)]

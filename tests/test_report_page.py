@@ -1,0 +1,126 @@
+"""The report page in a real browser (issue 31, item 6): `dlsched report --html DIR` and
+`dlsched compete` write one self-contained index.html; headless Chromium loads it from
+disk, runs its script (the tables become sortable and count their rows) and renders it.
+The screenshots are kept under test-artifacts/ (git-ignored) for CI to publish."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLE = ROOT / "docs" / "data" / "bench-quick.csv"
+ARTIFACTS = ROOT / "test-artifacts"
+DLSCHED = [sys.executable, "-m", "dlsched.cli"]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed: `apt-get install -y chromium` "
+    "(.ci/run installs it, so CI runs these tests)")
+
+
+def browser(page: Path, profile: Path, *args: str) -> str:
+    """Run headless Chromium on ``page`` (a file:// URL); its stdout."""
+    run = subprocess.run(
+        [str(CHROMIUM), "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars",
+         f"--user-data-dir={profile}", *args, page.resolve().as_uri()],
+        capture_output=True, text=True, timeout=180, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout
+
+
+def rendered(page: Path, tmp_path: Path, shot: str) -> str:
+    """The DOM after the page's script ran; a screenshot kept as test-artifacts/SHOT,
+    checked to show something (not one blank colour)."""
+    dom = browser(page, tmp_path / "profile-dom", "--dump-dom")
+    ARTIFACTS.mkdir(exist_ok=True)
+    png = ARTIFACTS / shot
+    png.unlink(missing_ok=True)
+    browser(page, tmp_path / "profile-shot", f"--screenshot={png}", "--window-size=1280,2400")
+    import matplotlib.image as mpimg
+
+    pixels = mpimg.imread(png)[..., :3]
+    assert pixels.shape[:2] == (2400, 1280)
+    assert (pixels.min(axis=2) < 0.9).mean() > 0.02  # text, tables and plots, not blank
+    return dom
+
+
+def caption_rows(dom: str, table_id: str) -> int:
+    """Rows the page's script counted in the table (its caption)."""
+    match = re.search(rf'<table class="sortable" id="{re.escape(table_id)}">'
+                      r'<caption>(\d+) rows; click a column heading to sort</caption>', dom)
+    assert match, f"table {table_id} without the script's caption"
+    return int(match[1])
+
+
+def self_contained(text: str) -> None:
+    """Nothing fetched from elsewhere: every src/href is inline or a link on the page."""
+    for attr in re.findall(r"""(?:src|href)=['"]([^'"]*)""", text):
+        assert attr.startswith(("data:image/png;base64,", "#")), attr
+    assert "<link" not in text and "<script src" not in text and "@import" not in text
+    for image in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", text):
+        assert base64.b64decode(image).startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_report_html_page_renders_every_table_and_profile(tmp_path):
+    run = subprocess.run([*DLSCHED, "report", "--input", str(TABLE), "--output-dir",
+                          "rep", "--no-plots", "--html", "page"], cwd=tmp_path,
+                         capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    page = tmp_path / "page" / "index.html"
+    assert "wrote page/index.html" in run.stdout
+    text = page.read_text(encoding="utf-8")
+    self_contained(text)
+    table = pd.read_csv(TABLE, keep_default_na=False, na_values=[""])
+    groups = table.groupby(["suite", "problem", "time_limit"])
+    assert text.count("data:image/png;base64,") == 2 * len(groups)  # time and gap profiles
+    dom = rendered(page, tmp_path, "report-page.png")
+    assert dom.count("<caption>") == dom.count("<table ")  # the script ran on every table
+    for (suite, problem, limit), runs in groups:
+        stem = f"{suite}-{problem}-{limit:g}s"
+        assert caption_rows(dom, f"runs-{stem}") == len(runs)  # every run, per instance
+        assert caption_rows(dom, f"summary-{stem}") == runs["method"].str.cat(
+            runs["backend"].fillna(""), "/").nunique()
+    assert dom.count("<td class=\"text\">n/a</td>") >= (table["status"] == "n/a").sum()
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lib") / "two"
+    root.mkdir()
+    spec = {"name": "two", "best_known": {"runs": [{"method": "exact", "backend": "cbc"}]},
+            "instances": [{"name": "h", "generator": "horus", "seeds": [0, 1],
+                           "arguments": {"nodes": 2, "gpus_per_node": 4, "beta": 4,
+                                         "busy": 0.5}}]}
+    (root / "suite.json").write_text(json.dumps(spec))
+    run = subprocess.run([*DLSCHED, "library", "build", "--suite", str(root),
+                          "--no-progress"], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    return root
+
+
+def test_compete_writes_a_page_with_the_leaderboard(suite, tmp_path):
+    solve = f"{sys.executable} -m dlsched.cli solve {{instance}} --method"
+    run = subprocess.run(
+        [*DLSCHED, "compete", "--suite", str(suite), "--time-limit", "20", "--no-progress",
+         "--solver", f"{solve} greedy -o {{solution}}", "--name", "greedy",
+         "--solver", f"{solve} fifo -o {{solution}}", "--name", "fifo",
+         "--output", "out"], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr
+    page = tmp_path / "out" / "index.html"
+    self_contained(page.read_text(encoding="utf-8"))
+    dom = rendered(page, tmp_path, "compete-page.png")
+    assert caption_rows(dom, "leaderboard") == 2
+    board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
+    for entrant, total in zip(board["entrant"], board["total score"], strict=True):
+        assert re.search(rf'<td class="text">{entrant}</td>.*?{total:.4g}', dom, re.DOTALL)
+    assert caption_rows(dom, "runs-two-horus-20s") == 4  # 2 entrants × 2 instances
+    assert dom.count("data:image/png;base64,") == 2
