@@ -40,7 +40,7 @@ class GapMode:
     def columns(self) -> tuple[str, str]:
         if self.kind == "relative":
             return "mean gap %", "max gap %"
-        unit = f" ({self.on})" if self.on else " (abs)"
+        unit = f" ({self.on})" if self.on else " (objective units)"
         return f"mean gap{unit}", f"max gap{unit}"
 
 

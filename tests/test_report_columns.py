@@ -52,8 +52,8 @@ def test_liquid_gap_is_absolute_not_183_percent(table):
     s = summarize(liquid).set_index("solver")
     # relative would be |6 - (-5)| / 6 = 183 %; the difference is 11 objective units
     assert "mean gap %" not in s.columns
-    assert s.loc["greedy", "mean gap (abs)"] == pytest.approx(11.0)
-    assert s.loc["exact/cbc", "max gap (abs)"] == 0.0
+    assert s.loc["greedy", "mean gap (objective units)"] == pytest.approx(11.0)
+    assert s.loc["exact/cbc", "max gap (objective units)"] == 0.0
     # the plan score's parts are shown
     assert s.loc["greedy", "mean network cost"] == 12.0
     assert s.loc["exact/cbc", "mean score: GPU fit"] == -7.0
@@ -80,7 +80,7 @@ def test_a_relative_gap_over_mixed_signs_falls_back_to_absolute(table):
     horus = table[table["problem"] == "horus"].copy()
     horus.loc[horus["method"] == "exact", "objective"] = -1.0  # values of both signs
     assert gap_mode(horus).kind == "absolute"
-    assert summarize(horus).set_index("solver").loc["greedy", "mean gap (abs)"] == 13.0
+    assert summarize(horus).set_index("solver").loc["greedy", "mean gap (objective units)"] == 13.0
 
 
 def test_printed_text(table, tmp_path):
@@ -92,7 +92,7 @@ def test_printed_text(table, tmp_path):
     row = [c.strip() for c in next(r for r in liquid.split("\n") if "| greedy |" in r)
            .split("|")]
     cell = dict(zip(header, row, strict=True))
-    assert cell["mean gap (abs)"] == "11" and cell["max gap (abs)"] == "11"
+    assert cell["mean gap (objective units)"] == "11" and cell["max gap (objective units)"] == "11"
     assert cell["sgm time s"] == "0.001" and cell["max time s"] == "0.001"
     exact = dict(zip(header, [c.strip() for c in next(
         r for r in liquid.split("\n") if "| exact/cbc |" in r).split("|")], strict=True))
