@@ -36,6 +36,7 @@ import time
 
 import numpy as np
 
+from dlsched.gaps import relative_gap
 from dlsched.instances.inference_gen import CLUSTER_SCALE_CALIBRATED
 from dlsched.markdown import markdown_head, markdown_row
 
@@ -237,14 +238,16 @@ def run_exact(windows: int, size: int, time_limit: float, seed: int, with_pg: bo
         for p in pols:
             q = problem.evaluate(sub, run_policy(sub, p, {})[0].decision())
             row[p] = q
-            row[f"{p}_gap"] = None if not ref else (ref - q) / ref
-            cells += [f"{q:.3f}", f"{100 * row[f'{p}_gap']:.2f} %"]
+            row[f"{p}_gap"] = relative_gap(q, ref, "max")
+            gap = row[f"{p}_gap"]
+            cells += [f"{q:.3f}", "—" if gap is None else f"{100 * gap:.2f} %"]
         rows.append(row)
         out.append(markdown_row([f"{lo}-{lo + size}", ex.status.value, f"{ref:.3f}",
                                  "—" if ex.bound is None else f"{ex.bound:.3f}", *cells,
                                  f"{wall:.1f}"]))
         print(out[-1], file=sys.stderr, flush=True)
-    out.append("\nGap = (reference − policy) / reference; the reference is proven optimal only "
+    out.append("\nGap = (reference − policy) / max(|policy|, |reference|) "
+               "(dlsched.relative_gap); the reference is proven optimal only "
                "where the status says optimal (`edf-dp` is the optimum of a restricted class, "
                "so a policy may beat it: negative gap).")
     return rows

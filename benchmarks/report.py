@@ -14,8 +14,9 @@ method/backend for exact methods):
   (:attr:`dlsched.problems.base.Problem.report_gap`, see :func:`gap_mode`):
   ``mean gap %`` / ``max gap %`` (relative, :func:`dlsched.gaps.relative_gap`) only when
   every objective and reference of the group has one sign, so it never exceeds 100 %;
-  otherwise ``mean gap (objective units)`` / ``max gap (objective units)``, the difference in the objective's
-  units, or in the units of the metric the problem compares first (GENIE: on-time tasks);
+  otherwise ``mean gap (objective units)`` / ``max gap (objective units)``, the
+  difference in the objective's units, or in the units of the metric the problem compares
+  first (GENIE: on-time tasks, ``mean gap (on-time tasks)``);
 - ``mean <metric>``: the means of :meth:`~dlsched.problems.base.Problem.report_metrics`
   over runs with a solution (Liquid: network cost and the score's parts; GENIE: on-time
   tasks and CER; Horus: GPU requests placed and cost; SCHED²: execution effectiveness and

@@ -282,7 +282,7 @@ def _genie_gap(seeds: int, quick: bool) -> tuple[list[float], int]:
                 best = genie_breakdown(snap, exact.decision).on_time
                 got = genie_breakdown(snap, heur.decision).on_time
                 if best:
-                    gaps.append((best - got) / best)
+                    gaps.append(relative_gap(got, best, "max") or 0.0)
                     idle += not heur.decision.placements
     return gaps, idle
 
@@ -428,7 +428,7 @@ def sched2(seeds: int, quick: bool) -> list[Row]:
             continue
         for rule in RULES:
             span = summary(simulate(w, rule, record_events=False))["makespan"]
-            gaps[rule].append((span - best.objective) / best.objective)
+            gaps[rule].append(relative_gap(span, best.objective, "min") or 0.0)
     winner = min(RULES, key=lambda r: statistics.fmean(gaps[r]) if gaps[r] else np.inf)
     rows.append(beyond("sched2", f"best rule ({winner.upper()}) vs the proven offline "
                         "optimal makespan, 2 x 4 GPUs", gaps[winner]))
