@@ -10,9 +10,8 @@ tasks carry the compressed instance, so workers need the package but not the fil
 
 Each finished run appends one row to the results table (CSV, or Parquet by file suffix);
 a rerun skips every (instance sha256, method, backend, seed, time limit) already present,
-so an interrupted benchmark resumes where it stopped.
-A pair a method declares it does not take (``MethodSpec.refusal``, e.g. an offline
-schedule and a snapshot) is not run: status ``n/a``, the reason as message.
+so an interrupted benchmark resumes where it stopped. A pair the method declares it does
+not take (``MethodSpec.refusal``) is not run: status ``n/a``, the reason as message.
 
 Gap to best known (column ``gap_to_best``): :func:`dlsched.gaps.relative_gap` with the
 objective sense, i.e.::
@@ -251,7 +250,7 @@ def plan(manifest: Manifest, settings: BenchSettings, instances: Iterable[str] |
         for method, backend in _expand_methods(specs, settings.methods, used, strict_methods):
             if (hook := specs[method].refusal) is not None and instance is None:
                 instance = instance_from_dict(json.loads(gzip.decompress(payload)))
-            refusal = (hook(instance) or "") if hook is not None else ""
+            refusal = (hook(instance) or "")[:500] if hook is not None else ""
             for seed in settings.seeds:
                 tasks.append(Task(
                     suite=manifest.suite, instance=name, instance_sha256=rec["sha256"],
@@ -390,10 +389,8 @@ def run_bench(manifest: Manifest, settings: BenchSettings, output: str | Path | 
             log.info("resuming: %d runs already in %s", len(skipped), path)
     env = environment()
     writer = _Writer(path)
-    for task in tasks:
-        if task.refusal:  # declared by the method: recorded, not run
-            writer.add(_row(task, {"status": NOT_TAKEN, "message": task.refusal[:500]},
-                            env, settings.jobs))
+    for task in (t for t in tasks if t.refusal):  # declared by the method: not run
+        writer.add(_row(task, {"status": NOT_TAKEN, "message": task.refusal}, env, settings.jobs))
     tasks = [t for t in tasks if not t.refusal]
     offers: list[Offer] = []
     for task, outcome in _outcomes(tasks, settings):
