@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .gap_forms import GapMode, group_gaps
 from .report import FORMATS, GroupReport, not_taken_lines, report_preamble
 
 _STYLE = """
@@ -29,7 +30,7 @@ color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;margin:.6em 0;font-size:.85em}
 th,td{border:1px solid #ccc;padding:.2em .5em;text-align:right}
-th{background:#eef;cursor:pointer;user-select:none}
+th{background:#eef;cursor:pointer;user-select:none;text-align:left}
 td.text{text-align:left}
 tr:nth-child(even) td{background:#f8f8f8}
 th[data-dir=asc]::after{content:" \\25B2"}th[data-dir=desc]::after{content:" \\25BC"}
@@ -154,18 +155,23 @@ def group_section(g: GroupReport, per_instance: pd.DataFrame) -> Section:
     return Section(g.title, paragraphs, tables, images)
 
 
-def run_rows(runs: pd.DataFrame) -> pd.DataFrame:
-    """The per-instance table of a results table's rows (made and not taken)."""
-    from .profiles import gaps_to_reference, solver_label
+def run_rows(runs: pd.DataFrame, mode: GapMode | None) -> pd.DataFrame:
+    """The per-instance table of a results table's rows (made and not taken), the gap in
+    the group's form ``mode`` (as in its summary)."""
+    from .profiles import solver_label
 
     made = runs[runs["status"] != "n/a"]
     gap = pd.Series(math.nan, index=runs.index, dtype=float)
-    if len(made):
-        gap.loc[made.index] = 100.0 * gaps_to_reference(made).replace(math.inf, math.nan)
+    name = "gap to best %"
+    if len(made) and mode is not None:
+        scale = 100.0 if mode.kind == "relative" else 1.0
+        gap.loc[made.index] = scale * group_gaps(made, mode).replace(math.inf, math.nan)
+        if mode.kind != "relative":
+            name = f"gap to best ({mode.on or 'objective units'})"
     frame = pd.DataFrame({
         "instance": runs["instance"], "solver": solver_label(runs), "seed": runs["seed"],
         "status": runs["status"], "objective": runs["objective"].astype(float),
-        "best known": runs["best_known"].astype(float), "gap to best %": gap,
+        "best known": runs["best_known"].astype(float), name: gap,
         "wall time s": runs["wall_time"].astype(float),
         "message": runs["message"].fillna("").astype(str).str.slice(0, 160)})
     return frame.sort_values(["instance", "solver", "seed"]).reset_index(drop=True)
@@ -191,7 +197,7 @@ def bench_page(table: pd.DataFrame, out_dir: str | Path, *, tol: float,
     for g in groups:
         runs = table[(table["suite"] == g.suite) & (table["problem"] == g.problem)
                      & (table["time_limit"].astype(float) == g.time_limit)]
-        sections.append(group_section(g, run_rows(runs)))
+        sections.append(group_section(g, run_rows(runs, g.mode)))
     return write_html(out_dir, title, [report_preamble(tol)], sections)
 
 
