@@ -128,8 +128,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def _cmd_methods(args: argparse.Namespace) -> int:
     from .problems import problem_names
 
+    problems = problem_names()
+    if args.problem is not None:
+        get_problem(args.problem, field="problem")  # an unknown one: named with the known
+        problems = [args.problem]
     rows = [(problem, name, spec.kind, ", ".join(spec.backends) or "-", spec.summary)
-            for problem in problem_names() for name, spec in methods_for(problem).items()]
+            for problem in problems for name, spec in methods_for(problem).items()]
     header = ("problem", "method", "kind", "backends", "summary")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
     for row in [header, *rows]:
@@ -214,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=_cmd_demo)
 
     met = sub.add_parser("methods", help="list problems, methods and backends")
+    met.add_argument("problem", nargs="?", help="only this problem's methods (default: all)")
     met.set_defaults(func=_cmd_methods)
 
     simulate_cli.add_commands(sub)

@@ -44,3 +44,14 @@ def test_demo_prints_the_gap_result_gap_uses(tmp_path):
     assert greedy.objective is not None and exact.objective is not None
     gap = relative_gap(greedy.objective, exact.objective, "min")
     assert gap is not None and printed == round(100 * gap, 3)
+
+
+def test_methods_of_one_problem_and_an_unknown_one():
+    run = subprocess.run([*DLSCHED, "methods", "inference"], capture_output=True, text=True,
+                         check=True)
+    assert {line.split()[0] for line in run.stdout.splitlines()[1:]} == {"inference"}
+    bad = subprocess.run([*DLSCHED, "methods", "hours"], capture_output=True, text=True,
+                         check=False)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == ("error: problem: unknown problem 'hours' (use one of: "
+                                  "genie, horus, inference, liquid, sched2)")
