@@ -78,7 +78,8 @@ def validate(instance: Instance, decision: Decision) -> ValidationReport:
         raise InputError(f"instance is a {type(instance).__name__}", field="instance",
                          fix="pass an Instance (dlsched.load_instance(path) reads a file)")
     if not isinstance(decision, Decision):
-        raise InputError(f"decision is {type(decision).__name__}", field="decision",
+        what = "None" if decision is None else f"a {type(decision).__name__}"
+        raise InputError(f"decision is {what}", field="decision",
                          fix="pass a Decision (result.decision is None when the method "
                              "found no solution: check result.status first)")
     check_instance(instance)
