@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from dlsched.files import atomic_path
 from dlsched.gaps import relative_gap
 
 SOLVED_TOL = 1e-6
@@ -181,5 +182,6 @@ def plot_profile(matrix: pd.DataFrame, path: str, *, title: str, xlabel: str,
         ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   borderaxespad=0.0, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dlsched.files import write_table, write_text
 from dlsched.markdown import markdown_table
 
 from .profiles import (
@@ -352,7 +353,7 @@ def write_report(table: pd.DataFrame, out_dir: str | Path, *, tol: float = SOLVE
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = summarize(table, tol)
-    summary.to_csv(out / "summary.csv", index=False)
+    write_table(summary, out, "summary", "csv")
     lines = ["# Benchmark summary", "",
              f"Gap: to the best value known per instance, in the form each problem "
              f"declares (stated under each table): relative (|objective − best| / "
@@ -380,8 +381,8 @@ def write_report(table: pd.DataFrame, out_dir: str | Path, *, tol: float = SOLVE
         taus = GAP_TAUS if mode.kind == "relative" else ABS_GAP_TAUS
         time_prof = profile(ratios, TIME_TAUS)
         gap_prof = profile(gaps, taus)
-        time_prof.to_csv(out / f"profile-time-{stem}.csv")
-        gap_prof.to_csv(out / f"profile-gap-{stem}.csv")
+        write_table(time_prof.reset_index(), out, f"profile-time-{stem}", "csv")
+        write_table(gap_prof.reset_index(), out, f"profile-gap-{stem}", "csv")
         gap_word = "relative gap" if mode.kind == "relative" else \
             f"gap in {mode.on or 'objective units'}"
         lines += ["Time profile (share of problems solved within τ × the fastest time):", "",
@@ -409,7 +410,7 @@ def write_report(table: pd.DataFrame, out_dir: str | Path, *, tol: float = SOLVE
                              f"{row['status']} {row['message'] or ''}".rstrip())
             lines.append("")
     text = "\n".join(lines)
-    (out / "summary.md").write_text(text, encoding="utf-8")
+    write_text(out / "summary.md", text)
     return text
 
 

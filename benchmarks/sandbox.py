@@ -16,13 +16,18 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import faulthandler
+import hashlib
 import math
 import os
+import pwd
 import resource
 import select
+import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +39,9 @@ import psutil
 from dlsched.errors import InputError
 
 PR_SET_CHILD_SUBREAPER = 36
+ENTRANT_UID_BASE, ENTRANT_UID_SPAN = 1_900_000_000, 100_000_000
+"""Run as root, each entrant gets a user and group id of its own in this range (a hash of
+its name): no file of the runner or of another entrant is its own."""
 SIGNAL_NOTES = {"SIGXCPU": "CPU-time limit", "SIGXFSZ": "file-size limit",
                 "SIGKILL": "killed (memory exhausted, or by the runner)"}
 
@@ -124,6 +132,94 @@ def signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
+# ---------------------------------------------------------------------- who runs, where
+@dataclass(frozen=True)
+class RunAs:
+    """The user and group a solver runs as (set in the child before it starts)."""
+
+    uid: int
+    gid: int
+
+
+def entrant_identity(name: str, run_as: str | None = "auto") -> RunAs | None:
+    """Who runs entrant ``name``: None (the runner's own user) or another user.
+
+    ``run_as``: ``"auto"`` — when the runner is root, a user and group id of the entrant's
+    own (:data:`ENTRANT_UID_BASE` + a hash of its name; no account needed), else the
+    runner's user; ``"self"`` or None — the runner's user; any other value — that user's
+    name (the runner must be root).
+    """
+    if run_as in (None, "self"):
+        return None
+    if run_as == "auto":
+        if os.geteuid() != 0:
+            return None
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).digest()
+        uid = ENTRANT_UID_BASE + int.from_bytes(digest[:8], "big") % ENTRANT_UID_SPAN
+        return RunAs(uid, uid)
+    if os.geteuid() != 0:
+        raise InputError(f"cannot run entrants as {run_as!r}: the runner is not root",
+                         field="--run-as", fix="run as root, or leave --run-as out")
+    try:
+        entry = pwd.getpwnam(run_as)
+    except KeyError:
+        raise InputError(f"no user {run_as!r}", field="--run-as",
+                         fix="name an existing user, or use auto or self") from None
+    if entry.pw_uid == 0:
+        raise InputError("entrants may not run as root", field="--run-as",
+                         fix="name an unprivileged user, or use auto")
+    return RunAs(entry.pw_uid, entry.pw_gid)
+
+
+def private_dir(user: RunAs | None) -> Path:
+    """A fresh folder (mode 0700) in the system's temporary folder, outside any output
+    tree, with a ``tmp`` folder inside (the solver's ``TMPDIR``); owned by ``user`` when
+    given, so that only that user (and root) may enter it."""
+    path = Path(tempfile.mkdtemp(prefix="dlsched-run-"))
+    (path / "tmp").mkdir(mode=0o700)
+    if user is not None:
+        for p in (path, path / "tmp"):
+            os.chown(p, user.uid, user.gid)
+    return path
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a solver's folder whatever it did to it (modes, links); never follows a link
+    out of it."""
+    if os.geteuid() != 0:  # a folder the solver made unreadable: give it back to us
+        for dirpath, dirnames, _ in os.walk(path):
+            for d in dirnames:
+                full = os.path.join(dirpath, d)
+                if not os.path.islink(full):
+                    with contextlib.suppress(OSError):
+                        os.chmod(full, 0o700)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def copy_back(source: Path, target: Path, max_bytes: int, skip: Sequence[str] = (),
+              max_files: int = 100) -> None:
+    """Copy the regular files at the top of ``source`` (the solver's folder) into
+    ``target``, each at most ``max_bytes``; links, folders, devices and the names in
+    ``skip`` are left out."""
+    with os.scandir(source) as entries:
+        names = sorted(e.name for e in entries)
+    for name in [n for n in names if n not in skip][:max_files]:
+        try:
+            fd = os.open(source / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+                continue
+            with os.fdopen(os.dup(fd), "rb") as fh:
+                data = fh.read(max_bytes + 1)
+        finally:
+            os.close(fd)
+        if len(data) <= max_bytes:
+            (target / name).write_bytes(data)
+
+
 # ---------------------------------------------------------------------- a command
 def cpu_limit(time_limit: float, grace: float) -> int:
     """CPU seconds per solver process: (limit + grace) × CPUs + 1, so that a multi-threaded
@@ -141,7 +237,7 @@ def _limits_preexec(limits: Limits, cpu_seconds: int):  # noqa: ANN202 - a closu
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(which, (value, value))
         with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 2))
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
     return apply
 
 
@@ -154,8 +250,26 @@ class Capture(threading.Thread):
         self.fd, self.path, self.cap = fd, path, cap
         self.dropped = 0
         self.tail = b""
+        self.error = ""
 
     def run(self) -> None:
+        try:
+            self._drain()
+        except OSError as exc:  # e.g. a full disk: keep draining, store nothing more
+            self.error = f"cannot write {self.path.name}: {exc.strerror or exc}"
+            while True:
+                try:
+                    chunk = os.read(self.fd, 1 << 16)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                self.tail = (self.tail + chunk)[-4096:]
+                self.dropped += len(chunk)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+    def _drain(self) -> None:
         kept = 0
         with open(self.path, "wb") as out:
             while True:
@@ -174,8 +288,6 @@ class Capture(threading.Thread):
             if self.dropped:
                 out.write(f"\n[dlsched compete: {self.dropped} more bytes not stored; the cap "
                           f"is {self.cap} bytes]\n".encode())
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
 
     def last_lines(self, n: int = 3) -> str:
         """The last ``n`` non-blank lines, joined by `` | `` (at most 300 characters)."""
@@ -216,11 +328,22 @@ class CommandRun:
 
 
 def run_command(argv: Sequence[str], *, cwd: Path, env: dict[str, str] | None,
-                time_limit: float, grace: float, limits: Limits) -> CommandRun:
+                time_limit: float, grace: float, limits: Limits,
+                capture_dir: Path | None = None, user: RunAs | None = None,
+                cpu_seconds: float | None = None) -> CommandRun:
     """Run ``argv`` in ``cwd`` in a session of its own under ``limits``, its stdout and
-    stderr captured to ``cwd/stdout.txt`` and ``cwd/stderr.txt``; at ``time_limit`` its
-    process group gets SIGTERM, ``grace`` seconds later SIGKILL; afterwards every process
-    it started is killed."""
+    stderr captured to ``stdout.txt`` and ``stderr.txt`` in ``capture_dir`` (default
+    ``cwd``); at ``time_limit`` its process group gets SIGTERM, ``grace`` seconds later
+    SIGKILL; afterwards every process it started is killed.
+
+    ``user``: run as that user and group (no supplementary groups; the runner must be
+    root). ``cpu_seconds``: the CPU time each of its processes may use (``RLIMIT_CPU``:
+    SIGXCPU at that many seconds, SIGKILL one second later); default :func:`cpu_limit`,
+    a backstop behind the wall clock.
+    """
+    capture_dir = cwd if capture_dir is None else capture_dir
+    cpu = cpu_limit(time_limit, grace) if cpu_seconds is None else max(1, math.ceil(cpu_seconds))
+    who = {} if user is None else {"user": user.uid, "group": user.gid, "extra_groups": []}
     before = descendants()
     cap = limits.output_kb * 1024
     out_r, out_w = os.pipe()
@@ -230,15 +353,15 @@ def run_command(argv: Sequence[str], *, cwd: Path, env: dict[str, str] | None,
         proc = subprocess.Popen(
             list(argv), cwd=cwd, stdout=out_w, stderr=err_w, env=env,
             stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True,
-            preexec_fn=_limits_preexec(limits, cpu_limit(time_limit, grace)))
+            preexec_fn=_limits_preexec(limits, cpu), **who)
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         for fd in (out_r, out_w, err_r, err_w):
             os.close(fd)
         return CommandRun(None, time.perf_counter() - start, error=str(exc))
     os.close(out_w)
     os.close(err_w)
-    run = CommandRun(None, 0.0, stdout=Capture(out_r, cwd / "stdout.txt", cap),
-                     stderr=Capture(err_r, cwd / "stderr.txt", cap))
+    run = CommandRun(None, 0.0, stdout=Capture(out_r, capture_dir / "stdout.txt", cap),
+                     stderr=Capture(err_r, capture_dir / "stderr.txt", cap))
     run.stdout.start()
     run.stderr.start()
     try:
@@ -261,18 +384,24 @@ def run_command(argv: Sequence[str], *, cwd: Path, env: dict[str, str] | None,
 @dataclass(frozen=True)
 class Forked:
     """How a :func:`fork_call` ended: the bytes ``work`` returned (b"" when it died first),
-    the ``os.waitpid`` status, the wall time, and whether it was killed at the limit."""
+    the ``os.waitpid`` status, the wall time, whether it was killed at the limit, and the
+    CPU seconds of the run's process and the processes it waited for (None when they
+    could not be read)."""
 
     data: bytes
     status: int
     wall: float
     killed: bool
+    cpu: float | None = None
 
 
-def _child(work: Callable[[], bytes], fd: int) -> None:
+def _child(work: Callable[[], bytes], fd: int, cpu_seconds: float | None) -> None:
     """Body of the forked process: its own session, no output, ``work()`` to ``fd``."""
     try:
         os.setsid()
+        if cpu_seconds is not None:  # counted from 0: a forked process starts with none
+            cpu = max(1, math.ceil(cpu_seconds))
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         faulthandler.disable()  # its report would go to the closed stderr anyway
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
@@ -285,17 +414,20 @@ def _child(work: Callable[[], bytes], fd: int) -> None:
         os._exit(0)
 
 
-def fork_call(work: Callable[[], bytes], kill_after: float) -> Forked:
+def fork_call(work: Callable[[], bytes], kill_after: float,
+              cpu_seconds: float | None = None) -> Forked:
     """Run ``work`` in a forked copy of this process (a session of its own, stdout and
     stderr to /dev/null) and return what it returned; at ``kill_after`` seconds (or when
-    interrupted) the run and every process it started are killed."""
+    interrupted) the run and every process it started are killed. With ``cpu_seconds``,
+    the run's process and each process it starts may use that much CPU time
+    (``RLIMIT_CPU``, whole seconds rounded up: SIGXCPU, then SIGKILL a second later)."""
     before = descendants()
     read_fd, write_fd = os.pipe()
     start = time.perf_counter()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child never returns
         os.close(read_fd)
-        _child(work, write_fd)
+        _child(work, write_fd, cpu_seconds)
     os.close(write_fd)
     chunks: list[bytes] = []
     killed = False
@@ -319,7 +451,8 @@ def fork_call(work: Callable[[], bytes], kill_after: float) -> Forked:
         if killed:  # the whole session: a solver the run started (CBC) goes too
             kill_tree(pid, before)
         os.close(read_fd)
-        status = 0
+        status, cpu = 0, None
         with contextlib.suppress(ChildProcessError):  # kill_tree may have reaped it
-            _, status = os.waitpid(pid, 0)
-    return Forked(b"".join(chunks), status, time.perf_counter() - start, killed)
+            _, status, usage = os.wait4(pid, 0)
+            cpu = usage.ru_utime + usage.ru_stime
+    return Forked(b"".join(chunks), status, time.perf_counter() - start, killed, cpu)
