@@ -74,6 +74,7 @@ from .sandbox import (
     remove_tree,
     run_command,
     signal_name,
+    unusable_path,
 )
 
 SCORE_COLUMNS = ("suite", "entrant", "solver", "instance", "instance_sha256", "problem",
@@ -362,7 +363,7 @@ def compete(manifest: Manifest, entrants: list[Entrant], output: str | Path, *,
         raise InputError(f"CPU limit {cpu_limit}", field="--cpu-limit",
                          fix="use seconds > 0")
     limits = limits or Limits()
-    users = {e.name: entrant_identity(e.name, run_as) for e in entrants}
+    users, shared = _identities(entrants, run_as)
     # absolute: an entrant runs in its own folder, where a relative {instance} would miss
     out = Path(output).resolve()
     try:
@@ -383,11 +384,15 @@ def compete(manifest: Manifest, entrants: list[Entrant], output: str | Path, *,
                                 seed=seed, workdir=workdir, limits=limits,
                                 instance=instances[name], user=users[entrant.name],
                                 cpu_limit=cpu_limit)
+        if entrant.name in shared:
+            row["reason"] = "; ".join(x for x in (row.get("reason"), shared[entrant.name])
+                                      if x)
         _add_score(out, scores, row)
         if decision is not None and update_best:
             offers.append(Offer(name, decision, row["objective"], "feasible", None,
                                 f"compete:{entrant.name}"))
-    notes = offer_best(manifest, offers) if offers else []
+    notes = [f"entrant {name!r}: {why}" for name, why in shared.items()]
+    notes += offer_best(manifest, offers) if offers else []
     with locked(out):
         board = leaderboard(_read_scores(scores))
         with atomic_path(out / "leaderboard.csv", "--output") as tmp:
@@ -395,6 +400,27 @@ def compete(manifest: Manifest, entrants: list[Entrant], output: str | Path, *,
         write_text(out / "leaderboard.md", leaderboard_markdown(board, manifest.suite,
                                                                  time_limit), "--output")
     return board, notes
+
+
+def _identities(entrants: list[Entrant], run_as: str | None,
+                ) -> tuple[dict[str, RunAs | None], dict[str, str]]:
+    """Who runs each entrant, and why an entrant that ``auto`` would have run as a user of
+    its own runs as the runner's user: that user cannot use its program or script (the
+    reason is stated in each of its rows and in the notes, never silent)."""
+    users: dict[str, RunAs | None] = {}
+    shared: dict[str, str] = {}
+    for e in entrants:
+        user = entrant_identity(e.name, run_as)
+        if user is not None and run_as == "auto":
+            path_env = os.environ.get("PATH")
+            bad = unusable_path(e.argv, user, path_env)
+            if bad is not None:
+                shared[e.name] = (f"not isolated: user id {user.uid} cannot use {bad}, so it "
+                                  "ran as the runner's user (install it where every user "
+                                  "may read it)")
+                user = None
+        users[e.name] = user
+    return users, shared
 
 
 def _read_scores(scores: Path) -> pd.DataFrame:

@@ -171,6 +171,56 @@ def entrant_identity(name: str, run_as: str | None = "auto") -> RunAs | None:
     return RunAs(entry.pw_uid, entry.pw_gid)
 
 
+def unusable_path(argv: Sequence[str], user: RunAs, path_env: str | None = None) -> str | None:
+    """The first file of a command that ``user`` cannot use, or None when it can.
+
+    Checked as that user (in a forked child that switches to it): the program, found on
+    ``path_env`` (default ``$PATH``), and the interpreter of its ``#!`` line, if any, must
+    be executable, and every other argument that
+    names an existing file (a script) readable. Arguments with placeholders (``{...}``)
+    are skipped. An interpreter installed in a folder only its owner may enter
+    (``/root/.pyenv``) is the usual reason.
+    """
+    program = shutil.which(argv[0], path=path_env) or argv[0]
+    wanted = [(program, os.X_OK)] + [(a, os.R_OK) for a in argv[1:]
+                                     if "{" not in a and os.sep in a and os.path.isfile(a)]
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            os.close(read_fd)
+            os.setgroups([])
+            os.setgid(user.gid)
+            os.setuid(user.uid)
+            bad = next((p for p, mode in wanted if not os.access(p, mode)), "")
+            interpreter = _interpreter(program) if not bad else None
+            if interpreter and not os.access(interpreter, os.X_OK):
+                bad = interpreter
+            os.write(write_fd, ("checked:" + bad).encode("utf-8", "surrogateescape"))
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as fh:
+        answer = fh.read().decode("utf-8", "surrogateescape")
+    os.waitpid(pid, 0)
+    if not answer.startswith("checked:"):  # could not switch to the user at all
+        return program
+    return answer.removeprefix("checked:") or None
+
+
+def _interpreter(program: str) -> str | None:
+    """The interpreter named on a script's ``#!`` line, if any."""
+    try:
+        with open(program, "rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].split()
+    return words[0].decode("utf-8", "surrogateescape") if words else None
+
+
 def private_dir(user: RunAs | None) -> Path:
     """A fresh folder (mode 0700) in the system's temporary folder, outside any output
     tree, with a ``tmp`` folder inside (the solver's ``TMPDIR``); owned by ``user`` when
