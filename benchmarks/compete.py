@@ -212,7 +212,7 @@ def _run_contained(instance: Instance, entrant: Entrant, row: dict[str, Any], *,
                    ) -> tuple[dict[str, Any], Decision | None]:
     _fresh_dir(workdir)
     text = pretty_json(instance.to_dict())
-    (workdir / "instance.json").write_text(text, encoding="utf-8")
+    write_text(workdir / "instance.json", text)
     private = private_dir(user)
     try:
         inst_path = private / "instance.json"

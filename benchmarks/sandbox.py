@@ -37,6 +37,7 @@ from pathlib import Path
 import psutil
 
 from dlsched.errors import InputError
+from dlsched.files import write_bytes
 
 PR_SET_CHILD_SUBREAPER = 36
 ENTRANT_UID_BASE, ENTRANT_UID_SPAN = 1_900_000_000, 100_000_000
@@ -267,7 +268,7 @@ def copy_back(source: Path, target: Path, max_bytes: int, skip: Sequence[str] = 
         finally:
             os.close(fd)
         if len(data) <= max_bytes:
-            (target / name).write_bytes(data)
+            write_bytes(target / name, data)
 
 
 # ---------------------------------------------------------------------- a command
