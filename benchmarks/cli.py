@@ -48,6 +48,8 @@ def _seeds(text: str | None) -> list[int] | None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from .library import load_manifest
     from .report import console_table
     from .runner import FAILED, BenchSettings, read_table, run_bench
@@ -74,8 +76,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     rows, notes = run_bench(manifest, settings, output, update_best=args.update_best)
     elapsed = time.perf_counter() - start
     table = read_table(output)
+    cpu = table.get("cpu_limit", pd.Series(float("nan"), index=table.index)).astype(float)
     table = table[(table["suite"] == manifest.suite)
-                  & (table["time_limit"].astype(float) == float(time_limit))]
+                  & (table["time_limit"].astype(float) == float(time_limit))
+                  & ((cpu == args.cpu_limit) if args.cpu_limit else cpu.isna())]
     print(console_table(table))
     for note in notes:
         print(note)
@@ -252,7 +256,7 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                        "(default bench-results/SUITE.csv); existing runs are skipped")
     bench.add_argument("--cpu-limit", type=positive_seconds, metavar="SECONDS",
                        help="CPU seconds per run (RLIMIT_CPU on the run's process and each "
-                       "solver process it starts): a run over it is killed; see "
+                       "solver process it starts): a run over it is a cpu_limit row; see "
                        "docs/benchmarks.md for tables that do not depend on the load")
     bench.add_argument("--kill-after", type=positive_seconds,
                        help="hard wall-clock limit per run (2 × time limit + 60)")

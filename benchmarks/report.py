@@ -7,7 +7,7 @@ method/backend for exact methods):
   status is ``optimal`` (proven by the method's own bound); ``best``: runs whose objective
   is within ``tol`` of the reference (the best value known for the instance: the library's
   best known value or any run's better objective); ``failed``: runs without a decision
-  (no solution in time, infeasible, invalid input, error, crash, killed);
+  (no solution in time, infeasible, invalid input, error, crash, killed, cpu_limit);
 - the gap to the reference over runs with a solution, in the form the problem declares
   (:attr:`dlsched.problems.base.Problem.report_gap`, see :func:`gap_mode`):
   ``mean gap %`` / ``max gap %`` (relative, :func:`dlsched.gaps.relative_gap`) only when

@@ -80,7 +80,11 @@ KEY = ("instance_sha256", "method", "backend", "seed", "time_limit", "cpu_limit"
 """A run is the same run when these agree; a resumed benchmark skips it."""
 
 FAILED = ("error", "crash", "killed")
-"""Statuses beyond :class:`solver.result.Status` that the runner records."""
+"""Statuses beyond :class:`solver.result.Status` that the runner records for a failure."""
+
+CPU_LIMIT = "cpu_limit"
+"""Status of a run stopped at its CPU limit (``BenchSettings.cpu_limit``): no decision,
+like a method that found none in its time, and not a failure of the benchmark."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,8 @@ class BenchSettings:
     registered method; an exact method without a backend runs on each of its backends.
     ``kill_after``: hard wall-clock limit per run in seconds (default 2 × time limit + 60).
     ``cpu_limit``: CPU seconds per run (``RLIMIT_CPU`` on the run's process and on each
-    solver process it starts; a run over it is recorded as ``killed``), None for none.
+    solver process it starts; a run over it is recorded as :data:`CPU_LIMIT`), None for
+    none.
     """
 
     methods: Sequence[str] | None = None
@@ -184,7 +189,7 @@ def _run_forked(task: Task) -> dict[str, Any]:
         if signalled and task.cpu_limit is not None and (
                 os.WTERMSIG(run.status) == signal.SIGXCPU
                 or (cpu is not None and cpu >= math.ceil(task.cpu_limit))):
-            return {"status": "killed", "wall_time": run.wall, "cpu_time": cpu,
+            return {"status": CPU_LIMIT, "wall_time": run.wall, "cpu_time": cpu,
                     "message": f"stopped at the CPU limit of {task.cpu_limit:g} s"}
         how = (f"killed by signal {os.WTERMSIG(run.status)}" if signalled
                else f"exit code {os.WEXITSTATUS(run.status)}")

@@ -59,7 +59,7 @@ def test_a_benchmark_run_over_its_cpu_limit_is_killed_with_the_reason(suite, mon
                                     progress=False, cpu_limit=1)
     task = runner.plan(load_manifest(suite), settings)[0]
     out = runner.run_task(task)
-    assert out["status"] == "killed"
+    assert out["status"] == runner.CPU_LIMIT
     assert "CPU limit of 1 s" in out["message"]
     assert 0.8 <= out["cpu_time"] < 3.0
 
