@@ -59,23 +59,11 @@ from dlsched.problems import get_problem
 from dlsched.solution_io import load_solution, save_solution
 from dlsched.validate import validate
 
+from .isolation import RunAs, copy_back, entrant_users, private_dir, remove_tree
 from .library import Manifest, Offer, offer_best
 from .report import frame_table
 from .runner import gap_to_best
-from .sandbox import (
-    SIGNAL_NOTES,
-    Capture,
-    Limits,
-    RunAs,
-    become_subreaper,
-    copy_back,
-    entrant_identity,
-    private_dir,
-    remove_tree,
-    run_command,
-    signal_name,
-    unusable_path,
-)
+from .sandbox import SIGNAL_NOTES, Capture, Limits, become_subreaper, run_command, signal_name
 
 SCORE_COLUMNS = ("suite", "entrant", "solver", "instance", "instance_sha256", "problem",
                  "sense", "time_limit", "outcome", "reason", "objective", "best_known",
@@ -363,7 +351,7 @@ def compete(manifest: Manifest, entrants: list[Entrant], output: str | Path, *,
         raise InputError(f"CPU limit {cpu_limit}", field="--cpu-limit",
                          fix="use seconds > 0")
     limits = limits or Limits()
-    users, shared = _identities(entrants, run_as)
+    users, shared = entrant_users(entrants, run_as)
     # absolute: an entrant runs in its own folder, where a relative {instance} would miss
     out = Path(output).resolve()
     try:
@@ -400,27 +388,6 @@ def compete(manifest: Manifest, entrants: list[Entrant], output: str | Path, *,
         write_text(out / "leaderboard.md", leaderboard_markdown(board, manifest.suite,
                                                                  time_limit), "--output")
     return board, notes
-
-
-def _identities(entrants: list[Entrant], run_as: str | None,
-                ) -> tuple[dict[str, RunAs | None], dict[str, str]]:
-    """Who runs each entrant, and why an entrant that ``auto`` would have run as a user of
-    its own runs as the runner's user: that user cannot use its program or script (the
-    reason is stated in each of its rows and in the notes, never silent)."""
-    users: dict[str, RunAs | None] = {}
-    shared: dict[str, str] = {}
-    for e in entrants:
-        user = entrant_identity(e.name, run_as)
-        if user is not None and run_as == "auto":
-            path_env = os.environ.get("PATH")
-            bad = unusable_path(e.argv, user, path_env)
-            if bad is not None:
-                shared[e.name] = (f"not isolated: user id {user.uid} cannot use {bad}, so it "
-                                  "ran as the runner's user (install it where every user "
-                                  "may read it)")
-                user = None
-        users[e.name] = user
-    return users, shared
 
 
 def _read_scores(scores: Path) -> pd.DataFrame:

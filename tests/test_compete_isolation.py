@@ -19,7 +19,7 @@ from conftest import readable_dir
 
 from dlsched.benchmarks.build import build_suite
 from dlsched.benchmarks.compete import compete, parse_entrant
-from dlsched.benchmarks.sandbox import ENTRANT_UID_BASE, entrant_identity
+from dlsched.benchmarks.isolation import ENTRANT_UID_BASE, entrant_identity
 
 ROOT = os.geteuid() == 0
 
