@@ -231,7 +231,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         args.command_line = shlex.join(["dlsched", *(sys.argv[1:] if argv is None else argv)])
-        return int(args.func(args))
+        code = int(args.func(args))
+        # an interrupt that something swallowed (a method's try, an ImportError it caused)
+        return _interrupted() if interrupt.interrupted() else code
     except KeyboardInterrupt:
         return _interrupted()
     except InputError as exc:
