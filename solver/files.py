@@ -253,8 +253,9 @@ def atomic_path(path: str | Path, option: str = "(output)") -> Iterator[Path]:
     suffix (writers that pick a format by suffix still do), is flushed to disk and then
     renamed over ``path`` (``os.replace``); on any failure, an interrupt included, it is
     removed. A reader, or a write that fails half-way (full disk, Ctrl-C, a crash), sees
-    the old file or none, never a truncated one. The new file gets the permissions a plain
-    ``open(path, "w")`` would give it.
+    the old file or none, never a truncated one. The file gets the permissions a plain
+    ``open(path, "w")`` would leave it with (an existing file's own, else 0666 less the
+    process's umask).
 
     Parameters
     ----------
@@ -295,10 +296,21 @@ def atomic_path(path: str | Path, option: str = "(output)") -> Iterator[Path]:
         raise
 
 
-def _sync_and_replace(tmp: Path, path: Path) -> None:
-    mask = os.umask(0)
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the mask means setting it: done once, at import
     os.umask(mask)
-    os.chmod(tmp, 0o666 & ~mask)
+    return mask
+
+
+_UMASK = _umask()
+
+
+def _sync_and_replace(tmp: Path, path: Path) -> None:
+    try:  # an existing file keeps its mode, as open(path, "w") keeps it
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = 0o666 & ~_UMASK
+    os.chmod(tmp, mode)
     fd = os.open(tmp, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -164,9 +164,10 @@ def test_an_interrupted_write_keeps_the_old_file(tmp_path):
 
 
 def test_atomic_files_get_the_usual_permissions(tmp_path):
-    mask = os.umask(0o022)
-    try:
-        write_text(tmp_path / "a.txt", "x")
-    finally:
-        os.umask(mask)
-    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o644
+    from dlsched import files
+
+    write_text(tmp_path / "a.txt", "x")
+    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o666 & ~files._UMASK
+    (tmp_path / "a.txt").chmod(0o600)  # an existing file keeps its own mode
+    write_text(tmp_path / "a.txt", "y")
+    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o600
