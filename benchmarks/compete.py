@@ -60,9 +60,9 @@ from dlsched.solution_io import load_solution, save_solution
 from dlsched.validate import validate
 
 from .isolation import RunAs, copy_back, entrant_users, private_dir, remove_tree
-from .library import Manifest, Offer, offer_best
+from .library import Manifest, Offer
 from .report import frame_table
-from .runner import gap_to_best
+from .runner import gap_to_best, store_best
 from .sandbox import SIGNAL_NOTES, Capture, Limits, become_subreaper, run_command, signal_name
 
 SCORE_COLUMNS = ("suite", "entrant", "solver", "instance", "instance_sha256", "problem",
@@ -380,7 +380,7 @@ def compete(manifest: Manifest, entrants: list[Entrant], output: str | Path, *,
             offers.append(Offer(name, decision, row["objective"], "feasible", None,
                                 f"compete:{entrant.name}"))
     notes = [f"entrant {name!r}: {why}" for name, why in shared.items()]
-    notes += offer_best(manifest, offers) if offers else []
+    notes += store_best(manifest, offers) if offers else []
     with locked(out):
         board = leaderboard(_read_scores(scores))
         with atomic_path(out / "leaderboard.csv", "--output") as tmp:

@@ -61,7 +61,7 @@ from dlsched.problems import get_problem
 from dlsched.registry import methods_for
 from dlsched.solve import solve
 
-from .library import Manifest, Offer, offer_best
+from .library import Manifest, Offer, load_manifest, offer_best
 from .sandbox import fork_call
 
 log = logging.getLogger(__name__)
@@ -436,9 +436,18 @@ def run_bench(manifest: Manifest, settings: BenchSettings, output: str | Path | 
                                 task.method, task.backend, task.seed))
     notes: list[str] = []
     if update_best and offers:
-        offers.sort(key=lambda o: _offer_rank(o, manifest))
-        notes = offer_best(manifest, offers)
+        notes = store_best(manifest, offers)
     return pd.DataFrame(writer.rows, columns=list(COLUMNS)), notes
+
+
+def store_best(manifest: Manifest, offers: list[Offer]) -> list[str]:
+    """:func:`~.library.offer_best` on the suite's manifest as it is on disk now, under a
+    lock on the suite's folder: two benchmarks or competitions that improve best known
+    values of one suite at the same time keep both's improvements (each reads the
+    manifest the other may have just written, never its own copy from its start)."""
+    with locked(manifest.directory):
+        current = load_manifest(manifest.directory)
+        return offer_best(current, sorted(offers, key=lambda o: _offer_rank(o, current)))
 
 
 def _offer_rank(offer: Offer, manifest: Manifest) -> tuple:

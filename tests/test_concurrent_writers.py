@@ -1,6 +1,7 @@
 """Writers that run at the same time lose nothing: rows added to one results table from
-several processes at once all arrive, and two ``dlsched bench`` or two ``dlsched compete``
-runs into one output keep every row of both."""
+several processes at once all arrive, two ``dlsched bench`` or two ``dlsched compete``
+runs into one output keep every row of both, and two runs that improve one suite's best
+known values keep both's improvements."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ import pandas as pd
 import pytest
 from conftest import readable_dir
 
+from dlsched import solve
 from dlsched.benchmarks.build import build_suite
-from dlsched.benchmarks.runner import COLUMNS, _Writer, read_table
+from dlsched.benchmarks.library import Offer, load_manifest
+from dlsched.benchmarks.runner import COLUMNS, _Writer, read_table, store_best
 
 WRITERS, ROWS = 4, 8
 
@@ -109,3 +112,37 @@ def test_two_competitions_into_one_folder_keep_both(suite, tmp_path):
     assert set(scores["outcome"]) == {"ok"}
     board = pd.read_csv(out / "leaderboard.csv")  # written by the one that ended last
     assert sorted(board["entrant"]) == ["one", "two"]
+
+
+def _offer_optimum(directory: str, name: str, barrier) -> None:
+    manifest = load_manifest(directory)  # both writers hold the manifest of the start
+    result = solve(manifest.load(name), "exact", backend="cbc", time_limit=60)
+    barrier.wait(timeout=120)
+    store_best(manifest, [Offer(name, result.decision, result.objective,
+                                result.status.value, result.bound, "exact", "cbc", 0)])
+
+
+def test_two_writers_improving_one_suite_keep_both_improvements(tmp_path):
+    root = tmp_path / "weak"
+    root.mkdir()
+    (root / "suite.json").write_text(json.dumps({
+        "name": "weak", "best_known": {"runs": [{"method": "fifo"}]},
+        "instances": [{"name": "h", "generator": "horus", "seeds": [0, 1],
+                       "arguments": {"nodes": 2, "gpus_per_node": 4, "beta": 4,
+                                     "busy": 0.5}}]}))
+    build_suite(root, jobs=1, progress=False)
+    before = {n: r["best"]["objective"] for n, r in load_manifest(root).entries.items()}
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(2)
+    procs = [context.Process(target=_offer_optimum, args=(str(root), name, barrier))
+             for name in before]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+        assert p.exitcode == 0
+    after = load_manifest(root).entries
+    for name, value in before.items():  # the exact model proves (or improves) fifo's value
+        best = after[name]["best"]
+        assert (best["method"], best["status"]) == ("exact", "optimal"), best
+        assert best["objective"] <= value
