@@ -16,11 +16,15 @@ from pathlib import Path
 
 from dlsched.cli_support import EXIT_FAILED, EXIT_OK, MAX_SEED, positive_seconds, seed_value
 from dlsched.errors import InputError
-from dlsched.files import check_output
+from dlsched.files import check_output, write_text
 
 REPORT_COLUMNS = ("suite", "problem", "instance", "method", "backend", "status", "objective",
                   "sense", "wall_time", "time_limit")
 """Columns a results table must have for ``dlsched report``."""
+
+CPU_LIMIT_WALL_FACTOR = 10
+"""With ``bench --cpu-limit S`` and no ``--time-limit``, each method's wall-clock limit is
+at least this × S, so that on a machine under load the CPU limit binds, not the clock."""
 
 
 def _split(values: list[str] | None) -> list[str] | None:
@@ -44,6 +48,8 @@ def _seeds(text: str | None) -> list[int] | None:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
+    import pandas as pd
+
     from .library import load_manifest
     from .report import console_table
     from .runner import FAILED, BenchSettings, read_table, run_bench
@@ -53,6 +59,9 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     manifest = load_manifest(directory)
     spec = load_spec(directory) if (directory / "suite.json").is_file() else None
     time_limit = args.time_limit or (spec.bench_time_limit if spec else 10.0)
+    if args.cpu_limit and not args.time_limit:
+        # the CPU limit binds, not the clock: a busy machine gives the same table
+        time_limit = max(time_limit, CPU_LIMIT_WALL_FACTOR * args.cpu_limit)
     seeds = _seeds(args.seeds) or list(spec.bench_seeds if spec else (0,))
     output = Path(args.output or f"bench-results/{manifest.suite}.csv")
     if output.is_dir():
@@ -61,13 +70,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         check_output(args.report, "--report", directory=True)
     settings = BenchSettings(methods=_split(args.methods), time_limit=time_limit, seeds=seeds,
                              jobs=args.jobs, executor=args.executor,
-                             progress=not args.no_progress, kill_after=args.kill_after)
+                             progress=not args.no_progress, kill_after=args.kill_after,
+                             cpu_limit=args.cpu_limit)
     start = time.perf_counter()
     rows, notes = run_bench(manifest, settings, output, update_best=args.update_best)
     elapsed = time.perf_counter() - start
     table = read_table(output)
+    cpu = table.get("cpu_limit", pd.Series(float("nan"), index=table.index)).astype(float)
     table = table[(table["suite"] == manifest.suite)
-                  & (table["time_limit"].astype(float) == float(time_limit))]
+                  & (table["time_limit"].astype(float) == float(time_limit))
+                  & ((cpu == args.cpu_limit) if args.cpu_limit else cpu.isna())]
     print(console_table(table))
     for note in notes:
         print(note)
@@ -158,7 +170,8 @@ def _cmd_compete(args: argparse.Namespace) -> int:
                            seed=args.seed, update_best=args.update_best,
                            progress=not args.no_progress,
                            limits=Limits(args.memory_limit, args.max_solution_mb,
-                                         args.max_output_kb))
+                                         args.max_output_kb),
+                           run_as=args.run_as, cpu_limit=args.cpu_limit)
     from .report import frame_table
 
     print(frame_table(board, ".4f"))
@@ -231,7 +244,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     rows, cpu = timed(args.paper, seeds, args.quick)
     table = markdown(rows)
     if args.output:
-        Path(args.output).write_text(table + "\n", encoding="utf-8")
+        write_text(args.output, table + "\n", "--output")
     print(json_lines(rows) if args.json else table)
     if not args.json:
         print(f"\n{len(rows)} results, {cpu:.1f} CPU-s")
@@ -259,6 +272,10 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                        help="process (default), dask (local cluster) or dask://HOST:PORT")
     bench.add_argument("--output", help="results table, .csv or .parquet "
                        "(default bench-results/SUITE.csv); existing runs are skipped")
+    bench.add_argument("--cpu-limit", type=positive_seconds, metavar="SECONDS",
+                       help="CPU seconds per run (RLIMIT_CPU on the run's process and each "
+                       "solver process it starts): a run over it is a cpu_limit row; see "
+                       "docs/benchmarks.md for tables that do not depend on the load")
     bench.add_argument("--kill-after", type=positive_seconds,
                        help="hard wall-clock limit per run (2 × time limit + 60)")
     bench.add_argument("--update-best", action="store_true",
@@ -302,6 +319,12 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                      help="largest file a solver may write / solution read, MiB (16)")
     com.add_argument("--max-output-kb", type=int, default=1024, metavar="KIB",
                      help="stdout and stderr stored per run, KiB each (1024)")
+    com.add_argument("--cpu-limit", type=positive_seconds, metavar="SECONDS",
+                     help="CPU seconds each solver process may use (RLIMIT_CPU; default: "
+                     "(time limit + grace) × CPUs + 1, a backstop behind the wall clock)")
+    com.add_argument("--run-as", default="auto", metavar="USER",
+                     help="who runs the solvers: auto (under root, a user id of each "
+                     "entrant's own; else the runner's user), self, or a user name")
     com.add_argument("--output", help="directory (default compete-results/SUITE)")
     com.add_argument("--update-best", action="store_true",
                      help="store validated improvements as best known values")

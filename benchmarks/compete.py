@@ -31,7 +31,6 @@ published in docs/competition.md:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import importlib
 import inspect
@@ -53,6 +52,7 @@ import pandas as pd
 from dlsched.canonical import pretty_json
 from dlsched.decision import Decision
 from dlsched.errors import InputError
+from dlsched.files import atomic_path, locked, write_bytes, write_text
 from dlsched.instance import Instance
 from dlsched.instance_io import load_instance
 from dlsched.problems import get_problem
@@ -60,10 +60,11 @@ from dlsched.solution_io import load_solution, save_solution
 from dlsched.validate import validate
 
 from .html_report import compete_page
-from .library import Manifest, Offer, offer_best
+from .isolation import RunAs, copy_back, entrant_users, private_dir, remove_tree
+from .library import Manifest, Offer
 from .profiles import SOLVED_TOL
 from .report import frame_table
-from .runner import gap_to_best
+from .runner import gap_to_best, store_best
 from .sandbox import SIGNAL_NOTES, Capture, Limits, become_subreaper, run_command, signal_name
 
 SCORE_COLUMNS = ("suite", "entrant", "solver", "instance", "instance_sha256", "problem",
@@ -164,9 +165,14 @@ def _fresh_dir(path: Path) -> None:
 
 def run_one(manifest: Manifest, name: str, entrant: Entrant, *, time_limit: float,
             grace: float, seed: int, workdir: Path, limits: Limits | None = None,
-            instance: Instance | None = None) -> tuple[dict[str, Any], Decision | None]:
+            instance: Instance | None = None, user: RunAs | None = None,
+            cpu_limit: float | None = None) -> tuple[dict[str, Any], Decision | None]:
     """Run ``entrant`` on instance ``name``; the score row and the valid decision, if any.
 
+    The solver runs in a private folder of its own (:func:`~.sandbox.private_dir`, outside
+    ``workdir``), as ``user`` when given, with at most ``cpu_limit`` CPU seconds per
+    process when given; its captured output goes to ``workdir``, and afterwards its
+    regular files (the solution among them) are copied there and its folder is deleted.
     Nothing the solver does can make this raise: every outcome is a row (a solver's
     failure, or an error of the runner itself on this run, scores 0 with the reason).
     """
@@ -182,7 +188,8 @@ def run_one(manifest: Manifest, name: str, entrant: Entrant, *, time_limit: floa
         if instance is None:
             instance = manifest.load(name)
         return _run_contained(instance, entrant, row, time_limit=time_limit, grace=grace,
-                              seed=seed, workdir=workdir, limits=limits)
+                              seed=seed, workdir=workdir, limits=limits, user=user,
+                              cpu_limit=cpu_limit)
     except Exception as exc:  # noqa: BLE001 - a run must never stop the competition
         row.update(outcome="error", reason=f"{type(exc).__name__}: {exc}"[:300],
                    objective=None)
@@ -191,20 +198,41 @@ def run_one(manifest: Manifest, name: str, entrant: Entrant, *, time_limit: floa
 
 def _run_contained(instance: Instance, entrant: Entrant, row: dict[str, Any], *,
                    time_limit: float, grace: float, seed: int, workdir: Path,
-                   limits: Limits) -> tuple[dict[str, Any], Decision | None]:
+                   limits: Limits, user: RunAs | None, cpu_limit: float | None,
+                   ) -> tuple[dict[str, Any], Decision | None]:
     _fresh_dir(workdir)
-    inst_path, sol_path = workdir / "instance.json", workdir / "solution.json"
-    inst_path.write_text(pretty_json(instance.to_dict()), encoding="utf-8")
+    text = pretty_json(instance.to_dict())
+    write_text(workdir / "instance.json", text)
+    private = private_dir(user)
+    try:
+        inst_path = private / "instance.json"
+        inst_path.write_text(text, encoding="utf-8")
+        inst_path.chmod(0o644)
+        out = _run_in(private, instance, entrant, row, inst_path, time_limit=time_limit,
+                      grace=grace, seed=seed, workdir=workdir, limits=limits, user=user,
+                      cpu_limit=cpu_limit)
+        copy_back(private, workdir, limits.solution_mb * 1024 * 1024,
+                  skip=("instance.json", "stdout.txt", "stderr.txt"))
+        return out
+    finally:
+        remove_tree(private)
+
+
+def _run_in(private: Path, instance: Instance, entrant: Entrant, row: dict[str, Any],
+            inst_path: Path, *, time_limit: float, grace: float, seed: int, workdir: Path,
+            limits: Limits, user: RunAs | None, cpu_limit: float | None,
+            ) -> tuple[dict[str, Any], Decision | None]:
+    sol_path = private / "solution.json"
     values = {"instance": str(inst_path), "solution": str(sol_path),
               "time_limit": f"{time_limit:g}", "seed": str(seed)}
     argv = [arg.format(**values) for arg in entrant.argv]
-    env = None
+    env = dict(os.environ)
+    env.update(TMPDIR=str(private / "tmp"), HOME=str(private))
     if entrant.pythonpath is not None:
-        env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(
             p for p in (entrant.pythonpath, env.get("PYTHONPATH")) if p)
-    run = run_command(argv, cwd=workdir, env=env, time_limit=time_limit, grace=grace,
-                      limits=limits)
+    run = run_command(argv, cwd=private, env=env, time_limit=time_limit, grace=grace,
+                      limits=limits, capture_dir=workdir, user=user, cpu_seconds=cpu_limit)
     if run.returncode is None:
         row.update(outcome="crash", reason=f"cannot start: {run.error}"[:300])
         return _finish(row), None
@@ -216,7 +244,9 @@ def _run_contained(instance: Instance, entrant: Entrant, row: dict[str, Any], *,
                      f"process{'es' if run.leftovers > 1 else ''}")
     cap = limits.output_kb * 1024
     for c, stream in ((run.stdout, "stdout"), (run.stderr, "stderr")):
-        if c.dropped:
+        if c.error:
+            notes.append(c.error)
+        elif c.dropped:
             notes.append(f"{stream} truncated to {cap} bytes ({c.dropped} not stored)")
     row_reason, decision = _judge(instance, row, sol_path, run.stderr,
                                   timed_out=run.timed_out, killed=run.killed,
@@ -301,61 +331,88 @@ def _finish(row: dict[str, Any]) -> dict[str, Any]:
 def compete(manifest: Manifest, entrants: list[Entrant], output: str | Path, *,
             time_limit: float, grace: float = 2.0, seed: int = 0,
             update_best: bool = False, progress: bool = True,
-            limits: Limits | None = None) -> tuple[pd.DataFrame, list[str]]:
+            limits: Limits | None = None, run_as: str | None = "auto",
+            cpu_limit: float | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Run every entrant on every instance (one at a time, for fair timing).
 
-    Appends rows to ``OUTPUT/scores.csv``, rewrites ``leaderboard.csv`` and
-    ``leaderboard.md``; returns (the leaderboard, best-known update notes). Instances are
-    read before any solver runs; ``scores.csv`` is rewritten at the end from the rows held
-    in memory, so a solver that writes into the output directory changes nothing.
+    Adds each row to ``OUTPUT/scores.csv`` as it comes, then rewrites ``leaderboard.csv``
+    and ``leaderboard.md`` from the whole table; returns (the leaderboard, best-known
+    update notes). Every write replaces its file atomically under a lock on ``OUTPUT``
+    (:func:`dlsched.files.locked`), so two competitions into one folder keep both's rows.
+    Each solver runs in a private folder outside ``OUTPUT``, as the user ``run_as`` picks
+    (:func:`~.sandbox.entrant_identity`: by default, under root, an unprivileged user of
+    its own), with ``cpu_limit`` CPU seconds per process when given (``RLIMIT_CPU``);
+    ``OUTPUT/runs`` is readable by the runner's user only.
     """
     from tqdm import tqdm
 
     if not (0 < time_limit <= 1e6) or not (0 <= grace <= 1e6):
         raise InputError(f"time limit {time_limit}, grace {grace}", field="--time-limit",
                          fix="use a time limit > 0 and a grace >= 0")
+    if cpu_limit is not None and not (0 < cpu_limit <= 1e6):
+        raise InputError(f"CPU limit {cpu_limit}", field="--cpu-limit",
+                         fix="use seconds > 0")
     limits = limits or Limits()
+    users, shared = entrant_users(entrants, run_as)
     # absolute: an entrant runs in its own folder, where a relative {instance} would miss
     out = Path(output).resolve()
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "runs").mkdir(mode=0o700, exist_ok=True)
+        (out / "runs").chmod(0o700)
+    except OSError as exc:
+        raise InputError(f"cannot create the folder: {exc.strerror or exc}", field="--output",
+                         fix="write to a writable place", source=str(out)) from None
     scores = out / "scores.csv"
-    previous = scores.read_bytes() if scores.is_file() else b""
     instances = {name: manifest.load(name) for name in manifest.entries}
     become_subreaper()
-    rows, offers = [], []
+    offers = []
     pairs = [(e, n) for e in entrants for n in manifest.entries]
     for entrant, name in tqdm(pairs, disable=not progress, unit="run"):
         workdir = out / "runs" / safe_name(entrant.name) / safe_name(name)
         row, decision = run_one(manifest, name, entrant, time_limit=time_limit, grace=grace,
                                 seed=seed, workdir=workdir, limits=limits,
-                                instance=instances[name])
-        rows.append(row)
-        frame = pd.DataFrame([row], columns=list(SCORE_COLUMNS))
-        with contextlib.suppress(OSError):
-            frame.to_csv(scores, mode="a", header=not scores.is_file(), index=False)
+                                instance=instances[name], user=users[entrant.name],
+                                cpu_limit=cpu_limit)
+        if entrant.name in shared:
+            row["reason"] = "; ".join(x for x in (row.get("reason"), shared[entrant.name])
+                                      if x)
+        _add_score(out, scores, row)
         if decision is not None and update_best:
             offers.append(Offer(name, decision, row["objective"], "feasible", None,
                                 f"compete:{entrant.name}"))
-    _rewrite_scores(scores, previous, rows)
-    notes = offer_best(manifest, offers) if offers else []
-    board = leaderboard(pd.read_csv(scores, keep_default_na=False, na_values=[""]))
-    board.to_csv(out / "leaderboard.csv", index=False)
-    (out / "leaderboard.md").write_text(leaderboard_markdown(board, manifest.suite, time_limit),
-                                        encoding="utf-8")
-    compete_page(pd.read_csv(scores, keep_default_na=False, na_values=[""]), board, out,
-                 suite=manifest.suite, time_limit=time_limit, tol=SOLVED_TOL)
+    notes = [f"entrant {name!r}: {why}" for name, why in shared.items()]
+    notes += store_best(manifest, offers) if offers else []
+    with locked(out):
+        board = leaderboard(_read_scores(scores))
+        with atomic_path(out / "leaderboard.csv", "--output") as tmp:
+            board.to_csv(tmp, index=False)
+        write_text(out / "leaderboard.md", leaderboard_markdown(board, manifest.suite,
+                                                                 time_limit), "--output")
+        compete_page(_read_scores(scores), board, out, suite=manifest.suite,
+                     time_limit=time_limit, tol=SOLVED_TOL)
     return board, notes
 
 
-def _rewrite_scores(scores: Path, previous: bytes, rows: list[dict[str, Any]]) -> None:
-    """``scores.csv`` = what it held before the competition + this competition's rows."""
-    if scores.is_symlink() or (scores.exists() and not scores.is_file()):
-        _fresh_dir(scores)
-        scores.rmdir()
-    frame = pd.DataFrame(rows, columns=list(SCORE_COLUMNS))
-    with open(scores, "wb") as fh:
-        fh.write(previous)
-    frame.to_csv(scores, mode="a", header=not previous, index=False)
+def _read_scores(scores: Path) -> pd.DataFrame:
+    if not scores.is_file() or scores.stat().st_size == 0:
+        return pd.DataFrame(columns=list(SCORE_COLUMNS))
+    return pd.read_csv(scores, keep_default_na=False, na_values=[""])
+
+
+def _add_score(out: Path, scores: Path, row: dict[str, Any]) -> None:
+    """``scores.csv`` plus ``row``, written atomically under the folder's lock."""
+    with locked(out):
+        if scores.is_symlink() or (scores.exists() and not scores.is_file()):
+            raise InputError("is not a regular file", field="--output",
+                             fix="remove it, or write the competition elsewhere",
+                             source=str(scores))
+        old = scores.read_bytes() if scores.is_file() else b""
+        if old and not old.endswith(b"\n"):
+            old += b"\n"
+        text = pd.DataFrame([row], columns=list(SCORE_COLUMNS)).to_csv(
+            index=False, header=not old)
+        write_bytes(scores, old + text.encode("utf-8"), "--output")
 
 
 def leaderboard(scores: pd.DataFrame) -> pd.DataFrame:

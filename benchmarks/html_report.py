@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from dlsched.files import write_text
+
 from .gap_forms import GapMode, group_gaps
 from .report import FORMATS, GroupReport, not_taken_lines, report_preamble
 
@@ -183,7 +185,7 @@ def write_html(out_dir: str | Path, title: str, intro: Sequence[str],
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "index.html"
-    path.write_text(page(title, intro, sections), encoding="utf-8")
+    write_text(path, page(title, intro, sections))
     return path
 
 

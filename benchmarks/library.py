@@ -25,7 +25,7 @@ from typing import Any
 from dlsched.canonical import pretty_json
 from dlsched.decision import Decision
 from dlsched.errors import InputError
-from dlsched.files import read_json
+from dlsched.files import read_json, write_bytes, write_text
 from dlsched.gaps import is_proven_optimal
 from dlsched.instance import Instance
 from dlsched.instance_io import load_instance
@@ -82,7 +82,7 @@ class Manifest:
 
     def save(self) -> None:
         path = self.directory / MANIFEST_FILE
-        path.write_text(pretty_json(self.to_dict()), encoding="utf-8", newline="\n")
+        write_text(path, pretty_json(self.to_dict()))
 
 
 def load_manifest(suite: str | Path, library: str | Path | None = None) -> Manifest:
@@ -106,7 +106,7 @@ def write_instance_gz(instance: Instance, path: Path) -> str:
     """
     doc = instance.to_dict()
     data = pretty_json(doc).encode("utf-8")
-    path.write_bytes(gzip.compress(data, compresslevel=9, mtime=0))
+    write_bytes(path, gzip.compress(data, compresslevel=9, mtime=0))
     return doc["sha256"]
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from dlsched.files import atomic_path
 from dlsched.formulations.offline.methods import METHODS
 from dlsched.instances.sched2_gen import generate_sched2
 from dlsched.markdown import markdown_table
@@ -98,7 +99,8 @@ def main(argv: list[str] | None = None) -> None:
                            time_limit=args.time_limit)
     df = pd.DataFrame(rows)
     if args.out:
-        df.to_csv(args.out, index=False)
+        with atomic_path(args.out, "--out") as tmp:
+            df.to_csv(tmp, index=False)
     df["proven"] = df["status"] == "optimal"
     table = df.groupby(["cluster", "jobs", "objective"]).agg(
         proven=("proven", "sum"), runs=("proven", "size"), cpu_median=("cpu_s", "median"),

@@ -31,6 +31,7 @@ from typing import BinaryIO
 import numpy as np
 import pandas as pd
 
+from dlsched.files import atomic_path
 from dlsched.gaps import relative_gap
 
 NOT_TAKEN = "n/a"
@@ -209,5 +210,9 @@ def plot_profile(matrix: pd.DataFrame, path: str | Path | BinaryIO, *, title: st
         ax.legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   borderaxespad=0.0, frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, format="png")
+    if isinstance(path, (str, Path)):
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=110, format="png")
+    else:
+        fig.savefig(path, dpi=110, format="png")
     plt.close(fig)

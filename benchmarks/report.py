@@ -7,7 +7,7 @@ method/backend for exact methods):
   status is ``optimal`` (proven by the method's own bound); ``best``: runs whose objective
   is within ``tol`` of the reference (the best value known for the instance: the library's
   best known value or any run's better objective); ``failed``: runs without a decision
-  (no solution in time, infeasible, invalid input, error, crash, killed); ``n/a``:
+  (no solution in time, infeasible, invalid input, error, crash, killed, cpu_limit); ``n/a``:
   instances the method declares it does not take (not run, not failures: they are left
   out of every other column and of the profiles; the reasons are listed under the table);
 - the gap to the reference over runs with a solution, in the form the problem declares
@@ -42,6 +42,7 @@ from typing import BinaryIO
 import numpy as np
 import pandas as pd
 
+from dlsched.files import write_table, write_text
 from dlsched.markdown import markdown_table
 
 from .gap_forms import GapMode, gap_mode, group_gaps, metrics_frame
@@ -387,17 +388,17 @@ def write_report(table: pd.DataFrame, out_dir: str | Path, *, tol: float = SOLVE
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    summarize(table, tol).to_csv(out / "summary.csv", index=False)
+    write_table(summarize(table, tol), out, "summary", "csv")
     lines = ["# Benchmark summary", "", report_preamble(tol), ""]
     for g in group_reports(table, tol):
         if g.time_profile is not None and g.gap_profile is not None:
-            g.time_profile.to_csv(out / f"profile-time-{g.stem}.csv")
-            g.gap_profile.to_csv(out / f"profile-gap-{g.stem}.csv")
+            write_table(g.time_profile.reset_index(), out, f"profile-time-{g.stem}", "csv")
+            write_table(g.gap_profile.reset_index(), out, f"profile-gap-{g.stem}", "csv")
             if plots:
                 g.plot(out / f"profile-time-{g.stem}.png", out / f"profile-gap-{g.stem}.png")
         lines += group_markdown(g, images=plots and g.mode is not None)
     text = "\n".join(lines)
-    (out / "summary.md").write_text(text, encoding="utf-8")
+    write_text(out / "summary.md", text)
     return text
 
 
@@ -423,7 +424,7 @@ def update_doc(table: pd.DataFrame, doc: str | Path, *, tol: float = SOLVED_TOL)
     new = text[:start + len(DOC_BEGIN)] + "\n\n" + "\n".join(body).rstrip() + "\n\n" + \
         text[end:]
     if new != text:
-        path.write_text(new, encoding="utf-8")
+        write_text(path, new)
     return new != text
 
 

@@ -35,9 +35,11 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import math
 import os
 import platform
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -53,13 +55,14 @@ import pandas as pd
 
 from dlsched.decision import decision_from_dict
 from dlsched.errors import InputError, MethodError
+from dlsched.files import atomic_path, locked
 from dlsched.gaps import relative_gap
 from dlsched.instance_io import instance_from_dict
 from dlsched.problems import get_problem
 from dlsched.registry import methods_for
 from dlsched.solve import solve
 
-from .library import Manifest, Offer, offer_best
+from .library import Manifest, Offer, load_manifest, offer_best
 from .profiles import NOT_TAKEN
 from .sandbox import fork_call
 
@@ -67,18 +70,23 @@ log = logging.getLogger(__name__)
 
 COLUMNS = (
     "suite", "instance", "instance_sha256", "problem", "sense", "method", "kind", "backend",
-    "seed", "time_limit", "status", "objective", "bound", "method_gap", "best_known",
-    "best_known_status", "gap_to_best", "wall_time", "peak_rss_mb", "metrics", "message",
+    "seed", "time_limit", "cpu_limit", "status", "objective", "bound", "method_gap",
+    "best_known", "best_known_status", "gap_to_best", "wall_time", "cpu_time", "peak_rss_mb",
+    "metrics", "message",
     "dlsched_version", "solver_versions", "python", "commit", "host", "cores", "parallel",
     "load_avg", "finished_at",
 )
 """Columns of the results table, in order (one row per run)."""
 
-KEY = ("instance_sha256", "method", "backend", "seed", "time_limit")
+KEY = ("instance_sha256", "method", "backend", "seed", "time_limit", "cpu_limit")
 """A run is the same run when these agree; a resumed benchmark skips it."""
 
 FAILED = ("error", "crash", "killed")
-"""Statuses beyond :class:`solver.result.Status` that the runner records."""
+"""Statuses beyond :class:`solver.result.Status` that the runner records for a failure."""
+
+CPU_LIMIT = "cpu_limit"
+"""Status of a run stopped at its CPU limit (``BenchSettings.cpu_limit``): no decision,
+like a method that found none in its time, and not a failure of the benchmark."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +96,9 @@ class BenchSettings:
     ``methods``: names (``greedy``), ``name:backend`` (``exact:highs``), or None for every
     registered method; an exact method without a backend runs on each of its backends.
     ``kill_after``: hard wall-clock limit per run in seconds (default 2 × time limit + 60).
+    ``cpu_limit``: CPU seconds per run (``RLIMIT_CPU`` on the run's process and on each
+    solver process it starts; a run over it is recorded as :data:`CPU_LIMIT`), None for
+    none.
     """
 
     methods: Sequence[str] | None = None
@@ -98,6 +109,7 @@ class BenchSettings:
     progress: bool = True
     kill_after: float | None = None
     isolate: bool = True
+    cpu_limit: float | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +132,7 @@ class Task:
     best_known_status: str | None
     isolate: bool = True
     refusal: str = ""  # why the method does not take the instance (not run: ``n/a``)
+    cpu_limit: float | None = None
 
 
 def gap_to_best(objective: float | None, best: float | None, sense: str) -> float | None:
@@ -165,18 +178,25 @@ def _forked_body(task: Task) -> bytes:
 
 
 def _run_forked(task: Task) -> dict[str, Any]:
-    run = fork_call(lambda: _forked_body(task), task.kill_after)
+    run = fork_call(lambda: _forked_body(task), task.kill_after, task.cpu_limit)
+    cpu = None if run.cpu is None else round(run.cpu, 3)
     if run.killed:
-        return {"status": "killed", "wall_time": run.wall,
+        return {"status": "killed", "wall_time": run.wall, "cpu_time": cpu,
                 "message": f"killed at the hard limit of {task.kill_after:g} s"}
     try:
-        return json.loads(run.data)
+        out = json.loads(run.data)
+        out["cpu_time"] = cpu
+        return out
     except json.JSONDecodeError:
-        if os.WIFSIGNALED(run.status):
-            how = f"killed by signal {os.WTERMSIG(run.status)}"
-        else:
-            how = f"exit code {os.WEXITSTATUS(run.status)}"
-        return {"status": "crash", "wall_time": run.wall,
+        signalled = os.WIFSIGNALED(run.status)
+        if signalled and task.cpu_limit is not None and (
+                os.WTERMSIG(run.status) == signal.SIGXCPU
+                or (cpu is not None and cpu >= math.ceil(task.cpu_limit))):
+            return {"status": CPU_LIMIT, "wall_time": run.wall, "cpu_time": cpu,
+                    "message": f"stopped at the CPU limit of {task.cpu_limit:g} s"}
+        how = (f"killed by signal {os.WTERMSIG(run.status)}" if signalled
+               else f"exit code {os.WEXITSTATUS(run.status)}")
+        return {"status": "crash", "wall_time": run.wall, "cpu_time": cpu,
                 "message": f"run process died ({how})"}
 
 
@@ -259,7 +279,7 @@ def plan(manifest: Manifest, settings: BenchSettings, instances: Iterable[str] |
                     time_limit=float(settings.time_limit), kill_after=float(kill_after),
                     payload=payload, best_known=best.get("objective"),
                     best_known_status=best.get("status"), isolate=settings.isolate,
-                    refusal=refusal))
+                    refusal=refusal, cpu_limit=settings.cpu_limit))
     if settings.methods is not None and strict_methods:
         missing = [m for m in settings.methods if m not in used]
         if missing:
@@ -311,36 +331,51 @@ def _key(row: dict[str, Any] | pd.Series) -> tuple:
     backend = row["backend"]
     backend = "" if backend is None or (isinstance(backend, float) and backend != backend) \
         else str(backend)
+    cpu = row.get("cpu_limit")
+    cpu = "" if cpu is None or (isinstance(cpu, float) and cpu != cpu) else round(float(cpu), 6)
     return (str(row["instance_sha256"]), str(row["method"]), backend, int(row["seed"]),
-            round(float(row["time_limit"]), 6))
+            round(float(row["time_limit"]), 6), cpu)
 
 
 class _Writer:
-    """Appends rows to a CSV file as they come, or rewrites a Parquet file."""
+    """Adds each row to the results table as it comes (CSV or Parquet by suffix).
+
+    Each addition reads the table, adds the row and replaces the file (atomic: a reader or
+    an interrupted write sees the old table or the new one, never a truncated file), all
+    under a lock on the table's folder (:func:`dlsched.files.locked`), so that two
+    benchmarks writing into one table take turns and neither loses the other's rows. A row
+    whose run (:data:`KEY`) is already in the table — another benchmark into the same
+    table finished it first — is not added twice.
+    """
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self.rows: list[dict[str, Any]] = []
-        if path is None:
-            return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix != ".parquet" and path.is_file() and path.stat().st_size:
-            old = read_table(path)
-            if list(old.columns) != list(COLUMNS):  # written by another version: realign
-                old.reindex(columns=list(COLUMNS)).to_csv(path, index=False)
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InputError(f"cannot create the folder: {exc.strerror or exc}",
+                                 field="--output", fix="write to a writable place",
+                                 source=str(path)) from None
 
     def add(self, row: dict[str, Any]) -> None:
         self.rows.append(row)
         if self.path is None:
             return
-        frame = pd.DataFrame([row], columns=list(COLUMNS))
-        if self.path.suffix == ".parquet":
+        with locked(self.path.parent):
             old = read_table(self.path)
-            frame = pd.concat([old, frame], ignore_index=True) if len(old) else frame
-            frame.to_parquet(self.path, index=False)
-        else:
-            new = not self.path.is_file() or self.path.stat().st_size == 0
-            frame.to_csv(self.path, mode="a", header=new, index=False)
+            if _key(row) in {_key(r) for _, r in old.iterrows()}:
+                return
+            frame = pd.DataFrame([row], columns=list(COLUMNS))
+            if len(old):
+                frame = pd.concat([old.reindex(columns=list(COLUMNS)), frame],
+                                  ignore_index=True)
+            with atomic_path(self.path, "--output") as tmp:
+                if self.path.suffix == ".parquet":
+                    frame.to_parquet(tmp, index=False)
+                else:
+                    frame.to_csv(tmp, index=False)
 
 
 def _row(task: Task, outcome: dict[str, Any], env: dict[str, Any], parallel: int) -> dict:
@@ -350,11 +385,13 @@ def _row(task: Task, outcome: dict[str, Any], env: dict[str, Any], parallel: int
         "problem": task.problem, "sense": task.sense, "method": task.method,
         "kind": task.kind,
         "backend": task.backend or "", "seed": task.seed, "time_limit": task.time_limit,
+        "cpu_limit": task.cpu_limit,
         "status": outcome.get("status"), "objective": objective, "bound": outcome.get("bound"),
         "method_gap": outcome.get("method_gap"), "best_known": task.best_known,
         "best_known_status": task.best_known_status,
         "gap_to_best": gap_to_best(objective, task.best_known, task.sense),
-        "wall_time": outcome.get("wall_time"), "peak_rss_mb": outcome.get("peak_rss_mb"),
+        "wall_time": outcome.get("wall_time"), "cpu_time": outcome.get("cpu_time"),
+        "peak_rss_mb": outcome.get("peak_rss_mb"),
         "metrics": outcome.get("metrics", ""), "message": outcome.get("message", ""),
         "parallel": parallel,
         "load_avg": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
@@ -379,6 +416,11 @@ def run_bench(manifest: Manifest, settings: BenchSettings, output: str | Path | 
     if settings.time_limit <= 0:
         raise InputError(f"time limit = {settings.time_limit}", field="--time-limit",
                          fix="use seconds > 0")
+    if settings.cpu_limit is not None and (
+            not settings.cpu_limit > 0 or not settings.isolate or not hasattr(os, "fork")):
+        raise InputError(f"CPU limit {settings.cpu_limit} (runs isolated: "
+                         f"{settings.isolate and hasattr(os, 'fork')})", field="--cpu-limit",
+                         fix="use seconds > 0, with runs in processes of their own (POSIX)")
     tasks = plan(manifest, settings, instances, strict_methods)
     path = Path(output) if output is not None else None
     if path is not None:
@@ -404,9 +446,18 @@ def run_bench(manifest: Manifest, settings: BenchSettings, output: str | Path | 
                                 task.method, task.backend, task.seed))
     notes: list[str] = []
     if update_best and offers:
-        offers.sort(key=lambda o: _offer_rank(o, manifest))
-        notes = offer_best(manifest, offers)
+        notes = store_best(manifest, offers)
     return pd.DataFrame(writer.rows, columns=list(COLUMNS)), notes
+
+
+def store_best(manifest: Manifest, offers: list[Offer]) -> list[str]:
+    """:func:`~.library.offer_best` on the suite's manifest as it is on disk now, under a
+    lock on the suite's folder: two benchmarks or competitions that improve best known
+    values of one suite at the same time keep both's improvements (each reads the
+    manifest the other may have just written, never its own copy from its start)."""
+    with locked(manifest.directory):
+        current = load_manifest(manifest.directory)
+        return offer_best(current, sorted(offers, key=lambda o: _offer_rank(o, current)))
 
 
 def _offer_rank(offer: Offer, manifest: Manifest) -> tuple:

@@ -8,7 +8,9 @@ killed (:func:`kill_tree`); a command also runs under resource limits (:class:`L
 its output is captured up to a cap, and every process it leaves behind is killed after it
 exits. As the child subreaper (:func:`become_subreaper`, Linux), this process gets back
 the orphans of a run, ``setsid()`` escapes included, so they can be found and killed.
-The process tree is read with psutil.
+The process tree is read with psutil. A command may run as another user
+(:class:`~.isolation.RunAs`) and under a CPU-time limit of the caller's choosing; a forked
+function too under a CPU-time limit (the benchmark's ``--cpu-limit``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from pathlib import Path
 import psutil
 
 from dlsched.errors import InputError
+
+from .isolation import RunAs
 
 PR_SET_CHILD_SUBREAPER = 36
 SIGNAL_NOTES = {"SIGXCPU": "CPU-time limit", "SIGXFSZ": "file-size limit",
@@ -141,7 +145,7 @@ def _limits_preexec(limits: Limits, cpu_seconds: int):  # noqa: ANN202 - a closu
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(which, (value, value))
         with contextlib.suppress(ValueError, OSError):
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 2))
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
     return apply
 
 
@@ -154,8 +158,26 @@ class Capture(threading.Thread):
         self.fd, self.path, self.cap = fd, path, cap
         self.dropped = 0
         self.tail = b""
+        self.error = ""
 
     def run(self) -> None:
+        try:
+            self._drain()
+        except OSError as exc:  # e.g. a full disk: keep draining, store nothing more
+            self.error = f"cannot write {self.path.name}: {exc.strerror or exc}"
+            while True:
+                try:
+                    chunk = os.read(self.fd, 1 << 16)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                self.tail = (self.tail + chunk)[-4096:]
+                self.dropped += len(chunk)
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+    def _drain(self) -> None:
         kept = 0
         with open(self.path, "wb") as out:
             while True:
@@ -174,8 +196,6 @@ class Capture(threading.Thread):
             if self.dropped:
                 out.write(f"\n[dlsched compete: {self.dropped} more bytes not stored; the cap "
                           f"is {self.cap} bytes]\n".encode())
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
 
     def last_lines(self, n: int = 3) -> str:
         """The last ``n`` non-blank lines, joined by `` | `` (at most 300 characters)."""
@@ -216,11 +236,22 @@ class CommandRun:
 
 
 def run_command(argv: Sequence[str], *, cwd: Path, env: dict[str, str] | None,
-                time_limit: float, grace: float, limits: Limits) -> CommandRun:
+                time_limit: float, grace: float, limits: Limits,
+                capture_dir: Path | None = None, user: RunAs | None = None,
+                cpu_seconds: float | None = None) -> CommandRun:
     """Run ``argv`` in ``cwd`` in a session of its own under ``limits``, its stdout and
-    stderr captured to ``cwd/stdout.txt`` and ``cwd/stderr.txt``; at ``time_limit`` its
-    process group gets SIGTERM, ``grace`` seconds later SIGKILL; afterwards every process
-    it started is killed."""
+    stderr captured to ``stdout.txt`` and ``stderr.txt`` in ``capture_dir`` (default
+    ``cwd``); at ``time_limit`` its process group gets SIGTERM, ``grace`` seconds later
+    SIGKILL; afterwards every process it started is killed.
+
+    ``user``: run as that user and group (no supplementary groups; the runner must be
+    root). ``cpu_seconds``: the CPU time each of its processes may use (``RLIMIT_CPU``:
+    SIGXCPU at that many seconds, SIGKILL one second later); default :func:`cpu_limit`,
+    a backstop behind the wall clock.
+    """
+    capture_dir = cwd if capture_dir is None else capture_dir
+    cpu = cpu_limit(time_limit, grace) if cpu_seconds is None else max(1, math.ceil(cpu_seconds))
+    who = {} if user is None else {"user": user.uid, "group": user.gid, "extra_groups": []}
     before = descendants()
     cap = limits.output_kb * 1024
     out_r, out_w = os.pipe()
@@ -230,15 +261,15 @@ def run_command(argv: Sequence[str], *, cwd: Path, env: dict[str, str] | None,
         proc = subprocess.Popen(
             list(argv), cwd=cwd, stdout=out_w, stderr=err_w, env=env,
             stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True,
-            preexec_fn=_limits_preexec(limits, cpu_limit(time_limit, grace)))
+            preexec_fn=_limits_preexec(limits, cpu), **who)
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         for fd in (out_r, out_w, err_r, err_w):
             os.close(fd)
         return CommandRun(None, time.perf_counter() - start, error=str(exc))
     os.close(out_w)
     os.close(err_w)
-    run = CommandRun(None, 0.0, stdout=Capture(out_r, cwd / "stdout.txt", cap),
-                     stderr=Capture(err_r, cwd / "stderr.txt", cap))
+    run = CommandRun(None, 0.0, stdout=Capture(out_r, capture_dir / "stdout.txt", cap),
+                     stderr=Capture(err_r, capture_dir / "stderr.txt", cap))
     run.stdout.start()
     run.stderr.start()
     try:
@@ -261,18 +292,24 @@ def run_command(argv: Sequence[str], *, cwd: Path, env: dict[str, str] | None,
 @dataclass(frozen=True)
 class Forked:
     """How a :func:`fork_call` ended: the bytes ``work`` returned (b"" when it died first),
-    the ``os.waitpid`` status, the wall time, and whether it was killed at the limit."""
+    the ``os.waitpid`` status, the wall time, whether it was killed at the limit, and the
+    CPU seconds of the run's process and the processes it waited for (None when they
+    could not be read)."""
 
     data: bytes
     status: int
     wall: float
     killed: bool
+    cpu: float | None = None
 
 
-def _child(work: Callable[[], bytes], fd: int) -> None:
+def _child(work: Callable[[], bytes], fd: int, cpu_seconds: float | None) -> None:
     """Body of the forked process: its own session, no output, ``work()`` to ``fd``."""
     try:
         os.setsid()
+        if cpu_seconds is not None:  # counted from 0: a forked process starts with none
+            cpu = max(1, math.ceil(cpu_seconds))
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         faulthandler.disable()  # its report would go to the closed stderr anyway
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
@@ -285,17 +322,20 @@ def _child(work: Callable[[], bytes], fd: int) -> None:
         os._exit(0)
 
 
-def fork_call(work: Callable[[], bytes], kill_after: float) -> Forked:
+def fork_call(work: Callable[[], bytes], kill_after: float,
+              cpu_seconds: float | None = None) -> Forked:
     """Run ``work`` in a forked copy of this process (a session of its own, stdout and
     stderr to /dev/null) and return what it returned; at ``kill_after`` seconds (or when
-    interrupted) the run and every process it started are killed."""
+    interrupted) the run and every process it started are killed. With ``cpu_seconds``,
+    the run's process and each process it starts may use that much CPU time
+    (``RLIMIT_CPU``, whole seconds rounded up: SIGXCPU, then SIGKILL a second later)."""
     before = descendants()
     read_fd, write_fd = os.pipe()
     start = time.perf_counter()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child never returns
         os.close(read_fd)
-        _child(work, write_fd)
+        _child(work, write_fd, cpu_seconds)
     os.close(write_fd)
     chunks: list[bytes] = []
     killed = False
@@ -319,7 +359,8 @@ def fork_call(work: Callable[[], bytes], kill_after: float) -> Forked:
         if killed:  # the whole session: a solver the run started (CBC) goes too
             kill_tree(pid, before)
         os.close(read_fd)
-        status = 0
+        status, cpu = 0, None
         with contextlib.suppress(ChildProcessError):  # kill_tree may have reaped it
-            _, status = os.waitpid(pid, 0)
-    return Forked(b"".join(chunks), status, time.perf_counter() - start, killed)
+            _, status, usage = os.wait4(pid, 0)
+            cpu = usage.ru_utime + usage.ru_stime
+    return Forked(b"".join(chunks), status, time.perf_counter() - start, killed, cpu)

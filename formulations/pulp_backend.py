@@ -289,6 +289,25 @@ class _HiGHS(pulp.HiGHS):
         lp.solverModel.run()
 
 
+    def findSolutionValues(self, lp: pulp.LpProblem) -> tuple[int, int]:  # noqa: N802
+        """PuLP's mapping, plus the stops PuLP 3.3 does not map (a work limit such as
+        ``mip_max_nodes``: ``kSolutionLimit``; a memory limit): read as a time limit is,
+        the incumbent if HiGHS has one, else no solution."""
+        import highspy
+
+        stops = (highspy.HighsModelStatus.kSolutionLimit, highspy.HighsModelStatus.kMemoryLimit)
+        if lp.solverModel.getModelStatus() in stops:
+            incumbent = math.isfinite(lp.solverModel.getInfo().objective_function_value) and (
+                lp.solverModel.getInfo().primal_solution_status == 2)
+            if not incumbent:
+                return pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
+            values = list(lp.solverModel.getSolution().col_value)
+            for var in lp.variables():
+                var.varValue = values[var.index]
+            return pulp.LpStatusOptimal, pulp.LpSolutionIntegerFeasible
+        return super().findSolutionValues(lp)
+
+
 def _run_highs(prob: pulp.LpProblem, params: SolverParams, warm: bool
                ) -> tuple[float | None, str]:
     solver = _HiGHS(msg=False, timeLimit=params.time_limit, gapRel=0.0, gapAbs=0.0,

@@ -4,6 +4,12 @@ The documented API: :func:`solve`, :func:`simulate`, :func:`load_instance`, :fun
 :func:`evaluate`, and the data types re-exported here.
 """
 
+# First: when this process is the dlsched command, Ctrl-C while the rest loads is one
+# line and exit 130 (importing the module arms it; see its docstring).
+# isort: off
+from . import interrupt as _interrupt  # noqa: F401
+# isort: on
+
 # The wiring: these imports declare the built-in methods and generators by name (tables
 # of the modules that register them); a module is imported when first asked for.
 from . import formulations as formulations

@@ -1,21 +1,23 @@
 """The ``dlsched`` command line.
 
 Exit codes: 0 success; 1 the solution is infeasible or no solution was found; 2 bad
-input (one line naming the file, the field and the fix; no traceback); 3 internal error
-(a bug: one line "internal error: ... (please report)"; bad input never gets there).
+input, or an output that cannot be written (a full disk; one line naming the file, the
+field and the fix; no traceback); 3 internal error (a bug: one line "internal error: ...
+(please report)"; bad input never gets there); 130 interrupted (Ctrl-C, at any moment:
+one line, see :mod:`dlsched.interrupt`).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import os
 import shlex
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from . import __version__, versions
+from . import __version__, interrupt, versions
 from .benchmarks import cli as benchmarks_cli
 from .cli_support import (
     EXIT_BAD_INPUT,
@@ -27,7 +29,7 @@ from .cli_support import (
     seed_value,
 )
 from .errors import InputError
-from .files import check_output
+from .files import atomic_path, check_output
 from .gaps import relative_gap
 from .instance_io import load_instance, save_instance
 from .instances import cli as instances_cli
@@ -41,6 +43,10 @@ from .validate import validate
 
 EXIT_INTERNAL = 3
 """Exit code of an unexpected exception (a bug, never bad input)."""
+
+DISK_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES,
+                         errno.EPERM})
+"""``OSError`` numbers that mean "cannot write there" (exit 2, one line), not a bug."""
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
@@ -113,14 +119,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
                          fix="export an exact method")
     check_output(args.output, "--output")
     try:
-        spec.export(instance, Path(args.output), args.format)
+        with atomic_path(args.output, "--output") as tmp:
+            spec.export(instance, tmp, args.format)
     except InputError as exc:  # a model's own needs of the instance: name the file
         if exc.source or exc.field.startswith("-"):
             raise
         raise exc.with_source(str(args.instance)) from None
-    except OSError as exc:  # e.g. the disk is full
-        raise InputError(f"cannot write: {exc.strerror or exc}", field="--output",
-                         fix="write to a writable place", source=str(args.output)) from None
     print(f"wrote {args.output}")
     return EXIT_OK
 
@@ -231,24 +235,50 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dlsched`` console command."""
+    if argv is None:  # the command itself (not a test calling main): see dlsched.interrupt
+        interrupt.arm()
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
         args.command_line = shlex.join(["dlsched", *(sys.argv[1:] if argv is None else argv)])
-        return int(args.func(args))
+        code = int(args.func(args))
+        # an interrupt that something swallowed (a method's try, an ImportError it caused)
+        return _interrupted() if interrupt.interrupted() else code
+    except KeyboardInterrupt:
+        return _interrupted()
     except InputError as exc:
+        if interrupt.interrupted():
+            return _interrupted()
         print(f"error: {exc.one_line()}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except OSError as exc:
+        if interrupt.interrupted():
+            return _interrupted()
+        if exc.errno not in DISK_ERRORS:
+            return _internal(exc)
+        # a full or read-only disk that a write helper did not name: one line, exit 2
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except Exception as exc:  # a bug, not bad input: one line, exit 3 (see EXIT_INTERNAL)
-        if os.environ.get("DLSCHED_TRACEBACK"):
-            raise
-        text = " ".join(str(exc).split())[:300]
-        print(f"internal error: {type(exc).__name__}: {text} (please report; set "
-              "DLSCHED_TRACEBACK=1 for the traceback)", file=sys.stderr)
-        return EXIT_INTERNAL
+        if interrupt.interrupted():  # e.g. an ImportError the interrupt caused
+            return _interrupted()
+        return _internal(exc)
+
+
+def _internal(exc: Exception) -> int:
+    """One line for a bug (exit 3), or the traceback with DLSCHED_TRACEBACK set."""
+    if os.environ.get("DLSCHED_TRACEBACK"):
+        raise exc
+    text = " ".join(str(exc).split())[:300]
+    print(f"internal error: {type(exc).__name__}: {text} (please report; set "
+          "DLSCHED_TRACEBACK=1 for the traceback)", file=sys.stderr)
+    return EXIT_INTERNAL
+
+
+def _interrupted() -> int:
+    print(interrupt.MESSAGE, file=sys.stderr)
+    return interrupt.EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -10,13 +10,15 @@ there is one); nothing else escapes.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import math
 import os
 import stat
+import tempfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -221,21 +223,145 @@ TABLE_FORMATS = ("csv", "parquet")
 
 
 def write_table(frame: Any, directory: Path, stem: str, fmt: str) -> Path:
-    """Write a pandas DataFrame as ``directory/stem.fmt`` (csv or parquet, no index).
+    """Write a pandas DataFrame as ``directory/stem.fmt`` (csv or parquet, no index),
+    atomically (:func:`atomic_path`).
 
     Raises
     ------
     ValueError
         ``fmt`` is not one of :data:`TABLE_FORMATS`.
+    InputError
+        The file cannot be written (disk full, not writable), naming it.
     """
     if fmt not in TABLE_FORMATS:
         raise ValueError(f"fmt must be one of {TABLE_FORMATS}, not {fmt!r}")
     path = directory / f"{stem}.{fmt}"
-    if fmt == "csv":
-        frame.to_csv(path, index=False)
-    else:
-        frame.to_parquet(path, index=False)
+    with atomic_path(path) as tmp:
+        if fmt == "csv":
+            frame.to_csv(tmp, index=False)
+        else:
+            frame.to_parquet(tmp, index=False)
     return path
+
+
+# ---------------------------------------------------------------------- writing files
+@contextlib.contextmanager
+def atomic_path(path: str | Path, option: str = "(output)") -> Iterator[Path]:
+    """A temporary file beside ``path`` to write; on success it replaces ``path``.
+
+    The temporary file is in the same folder (so the rename is atomic), keeps the name's
+    suffix (writers that pick a format by suffix still do), is flushed to disk and then
+    renamed over ``path`` (``os.replace``); on any failure, an interrupt included, it is
+    removed. A reader, or a write that fails half-way (full disk, Ctrl-C, a crash), sees
+    the old file or none, never a truncated one. The file gets the permissions a plain
+    ``open(path, "w")`` would leave it with (an existing file's own, else 0666 less the
+    process's umask).
+
+    Parameters
+    ----------
+    path
+        The file to write.
+    option
+        The command-line option (or ``(output)``) named in the error.
+
+    Yields
+    ------
+    Path
+        The temporary path to write to.
+
+    Raises
+    ------
+    InputError
+        The file cannot be written (no such directory, not writable, disk full, ...): one
+        line naming ``path``.
+    """
+    p = Path(path)
+    try:
+        fd, name = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name[:80]}.",
+                                    suffix=f".tmp{''.join(p.suffixes[-2:])}")
+        os.close(fd)
+    except OSError as exc:
+        raise _write_error(exc, p, option) from None
+    tmp = Path(name)
+    try:
+        yield tmp
+        _sync_and_replace(tmp, p)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise _write_error(exc, p, option) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # reading the mask means setting it: done once, at import
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
+
+
+def _sync_and_replace(tmp: Path, path: Path) -> None:
+    try:  # an existing file keeps its mode, as open(path, "w") keeps it
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = 0o666 & ~_UMASK
+    os.chmod(tmp, mode)
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    with contextlib.suppress(OSError):  # the rename itself reaches the disk
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def _write_error(exc: OSError, path: Path, option: str) -> InputError:
+    return InputError(f"cannot write: {exc.strerror or exc}", field=option,
+                      fix="free disk space, or write to a writable place",
+                      source=str(path))
+
+
+def write_bytes(path: str | Path, data: bytes, option: str = "(output)") -> None:
+    """Write ``data`` to ``path`` atomically (:func:`atomic_path`; InputError on failure)."""
+    with atomic_path(path, option) as tmp, open(tmp, "wb") as fh:
+        fh.write(data)
+
+
+def write_text(path: str | Path, text: str, option: str = "(output)") -> None:
+    """Write UTF-8 ``text`` (``\\n`` line ends) to ``path`` atomically (:func:`write_bytes`)."""
+    write_bytes(path, text.encode("utf-8"), option)
+
+
+@contextlib.contextmanager
+def locked(directory: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``directory`` (``flock`` on the folder itself) while
+    reading, changing and rewriting a file in it, so that concurrent writers (two
+    ``dlsched bench`` runs into one table) take turns and none loses another's rows.
+
+    Advisory: only writers that take the lock wait for each other. Without ``fcntl``
+    (Windows) it does nothing.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
 
 
 def check_output(path: str | Path, option: str, *, directory: bool = False) -> Path:
@@ -285,8 +411,9 @@ def check_output(path: str | Path, option: str, *, directory: bool = False) -> P
     return p
 
 
-def write_json(doc: Any, path: str | Path) -> None:
-    """Write ``doc`` as indented JSON; gzip-compressed when the name ends in ``.gz``.
+def write_json(doc: Any, path: str | Path, option: str = "(output)") -> None:
+    """Write ``doc`` as indented JSON, atomically; gzip-compressed when the name ends in
+    ``.gz``.
 
     Raises
     ------
@@ -295,12 +422,5 @@ def write_json(doc: Any, path: str | Path) -> None:
     """
     p = Path(path)
     text = pretty_json(doc)
-    try:
-        if p.name.endswith(".gz"):
-            p.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
-        else:
-            p.write_text(text, encoding="utf-8", newline="\n")
-    except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror or exc}", field="(output)",
-                         fix="write to a file in an existing, writable directory",
-                         source=str(p)) from None
+    data = text.encode("utf-8")
+    write_bytes(p, gzip.compress(data, mtime=0) if p.name.endswith(".gz") else data, option)

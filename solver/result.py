@@ -68,6 +68,10 @@ class Result:
         either is missing).
     wall_time
         Wall-clock seconds of the method's run (model build and solve).
+    cpu_time
+        CPU seconds of the same run: this process (all its threads) plus the solver
+        processes it started and waited for (CBC); ``None`` when not measured. Unlike
+        ``wall_time`` it does not grow when the machine is busy.
     method
         The registered method's name.
     backend
@@ -96,6 +100,7 @@ class Result:
     backend: str | None = None
     model_size: ModelSize | None = None
     build_time: float | None = None
+    cpu_time: float | None = None
     message: str = ""
     log: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -106,8 +111,9 @@ class Result:
         Returns
         -------
         str
-            One ``label  value`` line each for method, status, objective, bound, gap and
-            wall time, then the model size and the message when present.
+            One ``label  value`` line each for method, status, objective, bound, gap,
+            wall time and CPU time (when measured), then the model size and the
+            message when present.
         """
         gap = "-" if self.gap is None else f"{100 * self.gap:.4f}%"
         lines = [
@@ -118,6 +124,8 @@ class Result:
             f"gap        {gap}",
             f"wall time  {self.wall_time:.3f} s",
         ]
+        if self.cpu_time is not None:
+            lines.append(f"cpu time   {self.cpu_time:.3f} s")
         if self.model_size:
             size = self.model_size
             lines.append(f"model      {size.variables} variables ({size.integer_variables} "
@@ -154,6 +162,7 @@ class Result:
             "bound": _json_safe(self.bound),
             "gap": _json_safe(self.gap),
             "wall_time": _json_safe(self.wall_time),
+            "cpu_time": _json_safe(self.cpu_time),
             "build_time": _json_safe(self.build_time),
             "model_size": None if self.model_size is None else {
                 "variables": self.model_size.variables,
@@ -177,8 +186,8 @@ class Result:
 
 
 FRAME_COLUMNS: tuple[str, ...] = (
-    "method", "backend", "status", "objective", "bound", "gap", "wall_time", "build_time",
-    "placed", "variables", "integer_variables", "constraints", "nonzeros", "message",
+    "method", "backend", "status", "objective", "bound", "gap", "wall_time", "cpu_time",
+    "build_time", "placed", "variables", "integer_variables", "constraints", "nonzeros", "message",
 )
 """Columns of :func:`results_frame`, in order (then one ``extra.<key>`` column per scalar
 extra figure)."""
@@ -214,6 +223,7 @@ def results_frame(results: Iterable[Result]) -> pd.DataFrame:
             "bound": res.bound,
             "gap": res.gap,
             "wall_time": res.wall_time,
+            "cpu_time": res.cpu_time,
             "build_time": res.build_time,
             "placed": None if res.decision is None else len(res.decision.placements),
             "variables": None if size is None else size.variables,

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import math
 import time
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not POSIX
+    resource = None  # type: ignore[assignment]
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +32,16 @@ OPTION_FAILURES = (TypeError, ValueError, OverflowError, MemoryError, IndexError
                    AttributeError)
 """What a method raises on an option value of the wrong type or range that it does not
 check itself; with options given, :func:`run_method` reports it as bad input."""
+
+
+def cpu_seconds() -> float:
+    """CPU seconds of this process (all threads) and of its children it waited for: the
+    difference over a call is that call's CPU time, a solver subprocess's included."""
+    own = time.process_time()
+    if resource is None:  # pragma: no cover - not POSIX
+        return own
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own + kids.ru_utime + kids.ru_stime
 
 
 def run_method(spec: MethodSpec, instance: Instance, *, backend: str | None,
@@ -116,7 +131,7 @@ def solve(
         raise InputError(f"time_limit = {time_limit}", field="time_limit",
                          fix="use a finite number of seconds > 0")
 
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), cpu_seconds()
     try:
         out = run_method(spec, instance, backend=backend, time_limit=time_limit, seed=seed,
                          options=options)
@@ -128,17 +143,18 @@ def solve(
             bound=None,
             gap=None,
             wall_time=time.perf_counter() - start,
+            cpu_time=cpu_seconds() - cpu_start,
             method=method,
             backend=backend,
             message=exc.one_line(),
         )
-    wall = time.perf_counter() - start
-    return _finish(instance, out, method, backend, wall, spec.objective)
+    wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu_start
+    return _finish(instance, out, method, backend, wall, spec.objective, cpu)
 
 
 def _finish(
     instance: Instance, out: MethodOutput, method: str, backend: str | None, wall: float,
-    schedule_objective: str | None = None,
+    schedule_objective: str | None = None, cpu: float | None = None,
 ) -> Result:
     objective = gap = None
     status = out.status
@@ -170,6 +186,7 @@ def _finish(
         bound=out.bound,
         gap=gap,
         wall_time=wall,
+        cpu_time=cpu,
         method=method,
         backend=backend,
         model_size=out.model_size,

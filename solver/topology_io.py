@@ -10,7 +10,7 @@ from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
 from .errors import InputError
-from .files import read_json, write_json
+from .files import atomic_path, read_json, write_json
 from .topology import Cluster
 from .topology_graph import graph_from_node_link, node_link
 
@@ -73,6 +73,7 @@ def save_topology(cluster: Cluster, path: str | Path) -> None:
         for v in graph.nodes:  # GraphML has no null: leave unset attributes out
             for key in [k for k, val in graph.nodes[v].items() if val is None]:
                 del graph.nodes[v][key]
-        nx.write_graphml(graph, path)
+        with atomic_path(path) as tmp:
+            nx.write_graphml(graph, tmp)
         return
     write_json(node_link(cluster.graph), path)

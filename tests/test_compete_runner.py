@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import readable_dir
 
 from dlsched import InputError
 from dlsched.benchmarks.build import build_suite
@@ -75,15 +76,16 @@ def suite(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def scripts(tmp_path_factory):
-    """The solver scripts, written once."""
-    root = tmp_path_factory.mktemp("solvers")
+def scripts():
+    """The solver scripts, written once (where an entrant's own user may read them)."""
+    root = readable_dir()
     paths = {}
     for name, body in SCRIPTS.items():
         path = root / f"{name}.py"
         path.write_text("import json, signal, sys, time\n" + textwrap.dedent(body))
         paths[name] = path
-    return paths
+    yield paths
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def test_bad_solvers_score_zero_with_reasons(suite, scripts, tmp_path):
@@ -113,14 +115,14 @@ def test_bad_solvers_score_zero_with_reasons(suite, scripts, tmp_path):
     assert (tmp_path / "leaderboard.md").read_text().count("|") > 10
 
 
-def test_callable_entrant_runs_in_a_subprocess(suite, tmp_path, monkeypatch):
-    (tmp_path / "mysolver.py").write_text(textwrap.dedent("""
+def test_callable_entrant_runs_in_a_subprocess(suite, tmp_path, entrant_dir, monkeypatch):
+    (entrant_dir / "mysolver.py").write_text(textwrap.dedent("""
         from dlsched import solve
 
         def exact(instance, time_limit=None):
             return solve(instance, "exact", backend="cbc", time_limit=time_limit)
     """))
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(entrant_dir)
     entrant = parse_entrant("mysolver:exact")
     board, _ = compete(suite, [entrant], tmp_path / "out", time_limit=30.0, progress=False)
     # the exact model finds the proven optima: full score on both instances

@@ -135,8 +135,8 @@ def suite(tmp_path_factory):
     return build_suite(root, jobs=1, progress=False)
 
 
-def _script(tmp_path: Path, name: str, body: str) -> Path:
-    path = tmp_path / f"{name}.py"
+def _script(folder: Path, name: str, body: str) -> Path:
+    path = folder / f"{name}.py"
     path.write_text(PRELUDE + textwrap.dedent(body))
     return path
 
@@ -163,9 +163,9 @@ def _session_members(sid: int) -> list[int]:
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_hostile_solver(suite, tmp_path, name):
+def test_hostile_solver(suite, tmp_path, entrant_dir, name):
     body, outcome, words = HOSTILE[name]
-    script = _script(tmp_path, name, body)
+    script = _script(entrant_dir, name, body)
     entrant = parse_entrant(f"{PY} {script} {{instance}} {{solution}}", name)
     out = tmp_path / "out"
     start = time.perf_counter()
@@ -194,9 +194,9 @@ def test_hostile_solver(suite, tmp_path, name):
     assert stored < 1_000_000
 
 
-def test_output_and_leaderboard_survive_writes_outside(suite, tmp_path):
-    script = _script(tmp_path, "writes_outside", HOSTILE["writes_outside"][0])
-    ok = _script(tmp_path, "ok", 'json.dump(waiting(), open(sys.argv[2], "w"))')
+def test_output_and_leaderboard_survive_writes_outside(suite, tmp_path, entrant_dir):
+    script = _script(entrant_dir, "writes_outside", HOSTILE["writes_outside"][0])
+    ok = _script(entrant_dir, "ok", 'json.dump(waiting(), open(sys.argv[2], "w"))')
     entrants = [parse_entrant(f"{PY} {script} {{instance}} {{solution}}", "bad"),
                 parse_entrant(f"{PY} {ok} {{instance}} {{solution}}", "good")]
     board, _ = compete(suite, entrants, tmp_path / "out", time_limit=LIMIT, grace=GRACE,
@@ -226,8 +226,8 @@ def test_bad_placeholders_are_refused_before_anything_runs(solver, words, capsys
     assert "\n" not in line and "--solver" in line
 
 
-def test_literal_braces_are_escaped(suite, tmp_path):
-    script = _script(tmp_path, "braces", """
+def test_literal_braces_are_escaped(suite, tmp_path, entrant_dir):
+    script = _script(entrant_dir, "braces", """
         assert sys.argv[3] == '--opt={"a":1}', sys.argv[3]
         json.dump(waiting(), open(sys.argv[2], "w"))
     """)
@@ -239,11 +239,11 @@ def test_literal_braces_are_escaped(suite, tmp_path):
     assert scores.iloc[0]["outcome"] == "ok"
 
 
-def test_traversal_names_stay_inside_the_output(suite, tmp_path):
+def test_traversal_names_stay_inside_the_output(suite, tmp_path, entrant_dir):
     rec = next(iter(suite.entries.values()))
     evil = {"../../../../X": dict(rec), "..": dict(rec), "/etc/passwd": dict(rec)}
     manifest = type(suite)(suite.suite, suite.directory, suite.description, evil)
-    script = _script(tmp_path, "ok", 'json.dump(waiting(), open(sys.argv[2], "w"))')
+    script = _script(entrant_dir, "ok", 'json.dump(waiting(), open(sys.argv[2], "w"))')
     entrant = parse_entrant(f"{PY} {script} {{instance}} {{solution}}", "../../escape")
     out = (tmp_path / "deep" / "out").resolve()
     compete(manifest, [entrant], out, time_limit=LIMIT, grace=GRACE, progress=False,

@@ -19,6 +19,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ..errors import InputError
+from ..files import atomic_path
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,9 @@ class Agent:
     def save(self, path: str | Path, metadata: dict[str, Any] | None = None) -> None:
         meta = {"shape": json.dumps(asdict(self.net.shape))}
         meta.update({k: json.dumps(v) for k, v in (metadata or {}).items()})
-        save_file({k: v.contiguous() for k, v in self.net.state_dict().items()}, str(path),
-                  metadata=meta)
+        with atomic_path(path) as tmp:
+            save_file({k: v.contiguous() for k, v in self.net.state_dict().items()}, str(tmp),
+                      metadata=meta)
 
     @classmethod
     def load(cls, path: str | Path) -> Agent:

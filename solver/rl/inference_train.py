@@ -63,6 +63,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files import atomic_path
 from ..heuristics.inference_pg import HIDDEN, PGPolicy, action_table, feature_size
 from ..instance import Instance
 from ..problems.inference import inference_data
@@ -309,9 +310,10 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, command: str = "",
             "val_teachers_mean_q": json.dumps([round(v, 6) for v in val_teacher]),
             "pg_iterations": str(done),
             "cpu_seconds": f"{time.process_time() - cpu0:.1f}"}
-    save_file({k: np.ascontiguousarray(v) for k, v in best["weights"].items()},
-              str(out / "policy.safetensors"), metadata=meta)
-    with open(out / "learning_curve.csv", "w", newline="") as fh:
+    with atomic_path(out / "policy.safetensors") as tmp:
+        save_file({k: np.ascontiguousarray(v) for k, v in best["weights"].items()},
+                  str(tmp), metadata=meta)
+    with atomic_path(out / "learning_curve.csv") as tmp, open(tmp, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(curve[0]))
         writer.writeheader()
         writer.writerows(curve)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..cli_support import EXIT_OK, seed_value
 from ..errors import InputError
-from ..files import check_output
+from ..files import atomic_path, check_output
 from ..markdown import markdown_table
 
 SHARES = (0.6, 0.68, 0.75)
@@ -214,7 +214,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
                              test=args.episodes)["test"][: args.episodes]
     table = compare(args.policy, args.weights, workloads)
     if args.csv:
-        table.to_csv(args.csv, index=False)
+        with atomic_path(args.csv, "--csv") as tmp:
+            table.to_csv(tmp, index=False)
     stats = table.groupby("policy", sort=False).agg(["mean", "std"])
     print(markdown_table(
         ["policy", "mean E", "E std", "makespan h", "mean JCT h", "mean wait h"],

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..files import atomic_path, write_text
 from ..heuristics.sched2_priority import FEATURES, PriorityScorer, priority_features
 from ..instance import Instance
 from ..problems.sched2 import locality_slowdown, parse_sched2_params
@@ -240,13 +241,14 @@ def train_priority(out: str | Path, *, train: Sequence[Instance], valid: Sequenc
                "search": result.settings, "cpu_s": round(result.cpu_s, 1),
                "best_valid_effectiveness": max(r["valid_E"] for r in result.curve),
                "numpy": np.__version__, "command": command}
-    with open(out / "curve.csv", "w", encoding="utf-8") as handle:
-        handle.write("generation,train_best_E,valid_E,cpu_s\n")
-        for r in result.curve:
-            best = "" if r["train_best_E"] is None else f"{r['train_best_E']:.6f}"
-            handle.write(f"{r['generation']},{best},{r['valid_E']:.6f},{r['cpu_s']:.2f}\n")
-    save_file({"weights": result.weights}, str(out / "sched2_priority.safetensors"),
-              metadata={"features": json.dumps(list(FEATURES)),
-                        "training": json.dumps(summary)})
-    (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    lines = ["generation,train_best_E,valid_E,cpu_s\n"]
+    for r in result.curve:
+        best = "" if r["train_best_E"] is None else f"{r['train_best_E']:.6f}"
+        lines.append(f"{r['generation']},{best},{r['valid_E']:.6f},{r['cpu_s']:.2f}\n")
+    write_text(out / "curve.csv", "".join(lines))
+    with atomic_path(out / "sched2_priority.safetensors") as tmp:
+        save_file({"weights": result.weights}, str(tmp),
+                  metadata={"features": json.dumps(list(FEATURES)),
+                            "training": json.dumps(summary)})
+    write_text(out / "training.json", json.dumps(summary, indent=2) + "\n")
     return summary

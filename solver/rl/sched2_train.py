@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from ..files import atomic_path, write_text
 from ..heuristics.sched2 import RULES
 from ..instance import Instance
 from ..instances.sched2_gen import CONGESTED_INTERARRIVAL, generate_sched2
@@ -147,7 +148,8 @@ def train(out: str | Path, *, episodes: int, train_set: list[Instance],
             progress(row)
     cpu = time.process_time() - start
     curve = pd.DataFrame(rows)
-    curve.to_csv(out / "curve.csv", index=False)
+    with atomic_path(out / "curve.csv") as tmp:
+        curve.to_csv(tmp, index=False)
     plot_curve(curve, out / "curve.png")
     summary = {"learner": "dqn", "episodes": episodes, "seed": seed,
                "train_workloads": [w.name for w in train_set],
@@ -158,7 +160,7 @@ def train(out: str | Path, *, episodes: int, train_set: list[Instance],
                "torch": torch.__version__, "command": command}
     trainer.net.load_state_dict(best_state)
     trainer.agent.save(out / "sched2_dqn.safetensors", metadata={"training": summary})
-    (out / "training.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    write_text(out / "training.json", json.dumps(summary, indent=2) + "\n")
     return summary
 
 
@@ -182,7 +184,8 @@ def plot_curve(curve: pd.DataFrame, path: Path) -> None:
     ax.legend(loc="lower right")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
 
 

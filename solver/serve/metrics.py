@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..files import TABLE_FORMATS, write_table
+from ..files import TABLE_FORMATS, atomic_path, write_table, write_text
 from .engine import ServeRun
 
 QUERY_COLUMNS = ("query", "arrival_ms", "soft_ms", "hard_ms", "gpu", "model", "batch",
@@ -153,21 +153,22 @@ def save_serving_results(run: ServeRun, out_dir: str | Path, *, fmt: str = "csv"
     out.mkdir(parents=True, exist_ok=True)
     table = query_table(run)
     write_table(table, out, "queries", fmt)
-    pd.DataFrame([{"gpu": b.gpu, "model": b.model, "start_ms": b.start, "end_ms": b.end,
-                   "size": len(b.queries)} for b in run.batches],
-                 columns=["gpu", "model", "start_ms", "end_ms", "size"]).to_csv(
-        out / "batches.csv", index=False)
+    write_table(pd.DataFrame([{"gpu": b.gpu, "model": b.model, "start_ms": b.start,
+                               "end_ms": b.end, "size": len(b.queries)} for b in run.batches],
+                             columns=["gpu", "model", "start_ms", "end_ms", "size"]),
+                out, "batches", "csv")
     summ = summary(run, table)
     doc: dict[str, Any] = {"workload": run.instance.name,
                            "workload_sha256": run.instance.sha256, "problem": "inference",
                            "policy": run.policy, "seed": run.seed, "noise_cv": run.noise_cv,
                            "summary": summ}
-    (out / "summary.json").write_text(json.dumps(doc, indent=1) + "\n")
+    write_text(out / "summary.json", json.dumps(doc, indent=1) + "\n")
     if plots:
         import matplotlib.pyplot as plt
 
         for name, fn in (("quality", plot_quality), ("delay_cdf", plot_delay_cdf)):
             fig, _ = fn(table)
-            fig.savefig(out / f"{name}.png", dpi=110)
+            with atomic_path(out / f"{name}.png") as tmp:
+                fig.savefig(tmp, dpi=110, format="png")
             plt.close(fig)
     return summ

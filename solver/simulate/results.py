@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..files import TABLE_FORMATS, write_table
+from ..files import TABLE_FORMATS, atomic_path, write_table, write_text
 from .metrics import job_table, summary, utilization_series
 from .records import SimRun
 
@@ -38,9 +38,9 @@ def save_results(run: SimRun, out_dir: str | Path, *, fmt: str = "csv",
     out.mkdir(parents=True, exist_ok=True)
     jobs = job_table(run)
     write_table(jobs, out, "jobs", fmt)
-    utilization_series(run).to_csv(out / "utilization.csv", index=False)
-    pd.DataFrame({"time": run.frag_t, "fragmentation": run.frag}).to_csv(
-        out / "fragmentation.csv", index=False)
+    write_table(utilization_series(run), out, "utilization", "csv")
+    write_table(pd.DataFrame({"time": run.frag_t, "fragmentation": run.frag}), out,
+                "fragmentation", "csv")
     summ = summary(run, jobs)
     timing = {k: summ[k] for k in TIMING_FIELDS if k in summ}
     doc = {"workload": run.workload.name, "workload_sha256": run.workload.sha256,
@@ -48,8 +48,8 @@ def save_results(run: SimRun, out_dir: str | Path, *, fmt: str = "csv",
            "policy_options": run.policy.options, "speed": asdict(run.speed),
            "summary": {k: v for k, v in summ.items() if k not in timing}}
     # wall-clock figures go to their own file, so seeded runs write identical summaries
-    (out / "summary.json").write_text(json.dumps(doc, indent=1, default=float) + "\n")
-    (out / "timing.json").write_text(json.dumps(timing, indent=1, default=float) + "\n")
+    write_text(out / "summary.json", json.dumps(doc, indent=1, default=float) + "\n")
+    write_text(out / "timing.json", json.dumps(timing, indent=1, default=float) + "\n")
     if plots:
         import matplotlib
         matplotlib.use("Agg")
@@ -57,7 +57,8 @@ def save_results(run: SimRun, out_dir: str | Path, *, fmt: str = "csv",
         for name, fn in (("utilization", plot_utilization), ("jct_cdf", plot_jct_cdf),
                          ("gantt", plot_gantt)):
             fig, _ = fn(run, jobs)
-            fig.savefig(out / f"{name}.png", dpi=100)
+            with atomic_path(out / f"{name}.png") as tmp:
+                fig.savefig(tmp, dpi=100, format="png")
             plt.close(fig)
     return summ
 

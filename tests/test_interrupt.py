@@ -1,0 +1,86 @@
+"""Ctrl-C at any moment of a ``dlsched`` command: exit 130 and the one line
+``interrupted`` — while the package is still being imported, while the suite loads, while
+a solver runs — and no run folder left behind.
+
+The interrupt goes to the command's whole process group, as a terminal sends it. Each run
+waits until the command's own code is running (the numpy library, which the package
+imports right after arming its handler, is mapped into the process) and then waits the
+delay: the first ~50 ms of interpreter start-up, before any dlsched code runs, belong to
+Python and are not tested.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dlsched import interrupt
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/maps").exists(),
+                                reason="needs /proc (Linux)")
+
+VENV_BIN = Path(sys.executable).parent
+
+
+def _started(pid: int) -> bool:
+    try:
+        return "numpy" in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+def _interrupt_after(argv: list[str], delay: float, cwd: Path) -> tuple[int, str]:
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(VENV_BIN), env.get("PATH", "")])
+    env.pop("DLSCHED_TRACEBACK", None)
+    proc = subprocess.Popen([str(VENV_BIN / "dlsched"), *argv], cwd=cwd, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not _started(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.2, 0.5, 1.0, 2.5])
+def test_ctrl_c_at_any_moment_is_exit_130_and_one_line(tmp_path, delay):
+    runs_before = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("dlsched-run-*"))
+    # a solver that sleeps: the command is still running at the last delay, on any load
+    argv = ["compete", "--suite", "quick", "--no-progress", "--time-limit", "60",
+            "--solver", '/bin/sh -c "sleep 60" {instance} {solution}', "--output",
+            str(tmp_path / "out")]
+    code, err = _interrupt_after(argv, delay, tmp_path)
+    assert code == interrupt.EXIT_INTERRUPTED, err
+    assert err == "interrupted\n"
+    runs_after = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("dlsched-run-*"))
+    assert runs_after <= runs_before  # the solver's private folder was removed
+
+
+def test_ctrl_c_during_a_benchmark(tmp_path):
+    argv = ["bench", "--suite", "quick", "--methods", "exact:cbc", "--no-progress",
+            "--output", str(tmp_path / "r.csv")]
+    code, err = _interrupt_after(argv, 1.5, tmp_path)
+    assert code == interrupt.EXIT_INTERRUPTED and err == "interrupted\n", err
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_library_import_leaves_sigint_alone():
+    code = ("import signal, dlsched; "
+            "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "True"
