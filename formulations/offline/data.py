@@ -33,6 +33,8 @@ there). Two ways to keep the optimality claim:
   ``e_j/u + rank_j + 2``. So the primal's proven bound, less that loss, bounds the real
   optimum, and one solve both schedules and proves. CP-SAT's search does not depend on
   the size of the numbers much: its scheduling reasoning works on intervals.
+  ``effectiveness`` has its own loss (:func:`.effectiveness.grid_loss`) and unit
+  (:func:`.effectiveness.fine_unit`).
 """
 
 from __future__ import annotations

@@ -46,7 +46,6 @@ from dlsched.validate import evaluate
 
 from ..backend import Deadline, check_exact_options
 from ..cpsat_backend import CpSatRun, model_size, run_cpsat, write_proto
-from . import effectiveness
 from .bnb import branch_and_bound
 from .data import (
     OBJECTIVES,
@@ -59,6 +58,7 @@ from .data import (
     offline_data,
     rounding_loss,
 )
+from .effectiveness import grid_loss, real_bound
 from .lp_bound import lp_bound
 from .model import OfflineModel
 from .schedule import greedy_schedule, left_shift, timed_decision
@@ -140,7 +140,7 @@ def _real_bound(data: OfflineData, model_bound: float) -> float:
     u = data.grid.unit
     if data.objective == "effectiveness":
         loss = 0.0 if data.grid.exact else _effectiveness_loss(data)
-        return effectiveness.real_bound(model_bound, len(jobs), loss)
+        return real_bound(model_bound, len(jobs), loss)
     if data.objective == "qos":
         met = math.floor((model_bound + data.horizon) / (data.horizon + 1) + 1e-9)
         return 100.0 * min(max(met, 0), len(jobs)) / len(jobs)
@@ -154,7 +154,7 @@ def _real_bound(data: OfflineData, model_bound: float) -> float:
 
 def _effectiveness_loss(data: OfflineData) -> float:
     """:func:`.effectiveness.grid_loss` of the data's grid (Σ E, not the mean)."""
-    return effectiveness.grid_loss([min(m.duration for m in ms) for ms in data.modes],
+    return grid_loss([min(m.duration for m in ms) for ms in data.modes],
                                    data.grid.unit)
 
 
