@@ -154,8 +154,7 @@ def _real_bound(data: OfflineData, model_bound: float) -> float:
 
 def _effectiveness_loss(data: OfflineData) -> float:
     """:func:`.effectiveness.grid_loss` of the data's grid (Σ E, not the mean)."""
-    return grid_loss([min(m.duration for m in ms) for ms in data.modes],
-                                   data.grid.unit)
+    return grid_loss([min(m.duration for m in ms) for ms in data.modes], data.grid.unit)
 
 
 def _rounding_loss(data: OfflineData) -> float:
