@@ -10,7 +10,9 @@ schedule is checked by the one validator as a timed decision and priced by the p
 schedule evaluator, which must agree with the simulator's mean E.
 
 Gap = :func:`dlsched.gaps.relative_gap` of the policy's mean E to the proven optimum
-(sense max: (opt − E) / opt), averaged over the instances proven optimal. The optimum is
+(sense max: (opt − E) / opt), averaged over the instances proven optimal;
+``gap_to_bound``: the same to the proven bound, over every instance (an upper bound on
+the mean gap, unproven instances included). The optimum is
 *clairvoyant*: it knows every arrival in advance (it may keep GPUs free for a job that has
 not arrived yet), while the agents and rules decide online at arrivals and completions;
 a gap is therefore an upper bound on what a better online policy could gain.
@@ -129,6 +131,9 @@ def optimum_gaps(composite: str, exponent: float, count: int = 20, jobs: int = 1
            "best_rule": best, "best_rule_gap": gap(best), "composite_gap": gap("composite"),
            "composite_exponent": exponent,
            "rule_gaps": {n: gap(n) for n in RULES if n in gaps},
+           "gap_to_bound": {n: statistics.fmean(
+               relative_gap(row["E"][n], row["bound_E"], "max") for row in rows)
+               for n in names},
            "gap_spread": {n: _spread(v) for n, v in gaps.items() if v},
            "mean_E": mean_e,
            "optimum_E_mean": (statistics.fmean(row["optimum_E"] for row in proven)
