@@ -86,3 +86,11 @@ def test_bound_and_grid_loss_by_hand():
     assert real_bound(2 * SCALE - 10, 2, 0.0) == pytest.approx((2 * SCALE - 2) / SCALE / 2)
     # shortest jobs carry the largest ranks: n = 2, d = (10, 20): u (4/10 + 3/20)
     assert grid_loss([20.0, 10.0], 0.5) == pytest.approx(0.5 * (4 / 10 + 3 / 20))
+
+
+def test_a_grid_too_fine_for_the_scaled_objective_is_a_one_line_input_error():
+    # K_j = 1e8 · 10 s / 1e-10 s overflows CP-SAT's 64-bit integers
+    result = solve(workload([(0, 2, 10), (0, 2, 10)]), "offline-effectiveness",
+                   time_limit=5, time_unit=1e-10)
+    assert result.status is Status.INVALID_INPUT
+    assert "overflows" in result.message and "\n" not in result.message
