@@ -20,14 +20,17 @@ must give the shipped weights bit for bit), then runs every policy through the s
   (zero weights, the same generations), and windows J = 10 and 30;
 * **small workloads**: on 2 × 4 GPUs with ``--small-jobs`` jobs, the shipped agent's and
   the rules' makespan and total completion time beside the exact offline optima
-  (``offline-makespan``, ``offline-wct``; the exact model of the agent's own objective,
-  mean E, is not written yet: ``"optimum": null``).
+  (every ``offline-*`` method of ``sched2``);
+* **optimum** (part ``optimum``, :mod:`.sched2_optimum`): the gaps of the shipped agent,
+  ``dqn``, the best rule and the tuned composite rule to the proven optimum of their own
+  objective, mean E (``offline-effectiveness``), on unseen 2 × 4 GPU workloads (a
+  clairvoyant optimum: the policies decide online).
 
     python -m dlsched.benchmarks.sched2_rl [--episodes 30] [--train-seeds 3]
-                                           [--parts main,heavy,ablation,small]
+                                           [--parts main,heavy,ablation,small,optimum]
 
-The default parts are ``main`` (by share and generalization) and ``small``; each part can
-run in its own process.
+The default parts are ``main`` (by share and generalization), ``small`` and ``optimum``;
+each part can run in its own process.
 
 The last line is one JSON object with every number.
 """
@@ -64,6 +67,7 @@ from dlsched.simulate import Policy, job_table, simulate, summary
 from dlsched.solve import solve
 
 from .paper_claims import claim
+from .sched2_optimum import composite_weights, optimum_gaps
 
 SHARES = (0.60, 0.68, 0.75)
 HEAVY_MEDIAN_S = 5270.0
@@ -71,7 +75,7 @@ TRAINING_SEEDS = list(TRAIN_SEEDS)[:4]
 """The shipped training's episodes per one-GPU share (``--train-episodes 4``)."""
 COMPOSITE_GRID = tuple(round(a, 2) for a in np.arange(0.1, 1.01, 0.1))
 METRICS = ("effectiveness_mean", "jct_mean", "makespan", "wait_mean")
-PARTS = {"main", "heavy", "ablation", "small"}
+PARTS = {"main", "heavy", "ablation", "small", "optimum"}
 
 
 def _weights_file(folder: Path, name: str, weights: np.ndarray) -> str:
@@ -79,11 +83,6 @@ def _weights_file(folder: Path, name: str, weights: np.ndarray) -> str:
     save_file({"weights": np.asarray(weights, dtype=np.float64)}, str(path),
               metadata={"features": json.dumps(list(FEATURES))})
     return str(path)
-
-
-def _composite_weights(exponent: float) -> np.ndarray:
-    """Learned-priority weights whose order is ``num_gpus × duration^exponent``."""
-    return np.array([np.log(2.0), exponent, *([0.0] * (len(FEATURES) - 2))])
 
 
 def train_agents(folder: Path, spec: EpisodeSpec, seeds: int,
@@ -218,8 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--train-seeds", type=int, default=3, help="training seeds (3)")
     parser.add_argument("--generalization-episodes", type=int, default=10,
                         help="test episodes per other cluster (10)")
-    parser.add_argument("--parts", default="main,small",
-                        help="comma-separated: main, heavy, ablation, small (main,small)")
+    parser.add_argument("--parts", default="main,small,optimum",
+                        help="comma-separated: main, heavy, ablation, small, optimum "
+                             "(main,small,optimum)")
     parser.add_argument("--jobs", type=int, default=1000, help="jobs per episode (1000)")
     parser.add_argument("--generations", type=int, default=SearchSettings.generations,
                         help="CEM generations per training (the shipped 20)")
@@ -230,6 +230,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small-jobs", type=int, default=8, help="jobs per small workload (8)")
     parser.add_argument("--time-limit", type=float, default=60.0,
                         help="seconds per offline solve (60)")
+    parser.add_argument("--optimum-workloads", type=int, default=20,
+                        help="workloads of the optimum part (20)")
+    parser.add_argument("--optimum-jobs", type=int, default=10,
+                        help="jobs per workload of the optimum part (10)")
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
     if not parts <= PARTS:
@@ -250,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
                 load_file(agents[0]).values(), load_file(shipped_weights()).values(),
                 strict=True)) if shipped_settings else None
             a = tune_composite(spec)
-            composite = _weights_file(folder, "composite", _composite_weights(a))
+            composite = _weights_file(folder, "composite", composite_weights(a))
             result.update({"train_seeds": args.train_seeds,
                            "train_cpu_s": round(train_cpu / args.train_seeds, 1),
                            "seed0_reproduces_shipped_weights": reproduced,
@@ -274,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             heavy = replace(spec, median_duration=HEAVY_MEDIAN_S)
             heavy_agents, _ = train_agents(folder, heavy, args.train_seeds, settings)
             heavy_composite = _weights_file(folder, "heavy-composite",
-                                            _composite_weights(tune_composite(heavy)))
+                                            composite_weights(tune_composite(heavy)))
             row = compare_on(heavy.workloads(test_seeds), heavy_agents, heavy_composite)
             result["heavy"] = row
             print_share("heavy regime (median ideal time 5270 s), 68 %", row)
@@ -283,7 +287,13 @@ def main(argv: list[str] | None = None) -> int:
         if "small" in parts:
             result["small"] = small_workloads(args.small_workloads, args.small_jobs,
                                               args.time_limit)
-    result["optimum"] = None  # the exact mean-E model is not written yet (docs/rl.md)
+        result["optimum"] = None
+        if "optimum" in parts:
+            a = result.get("composite_exponent")
+            a = tune_composite(spec) if a is None else a
+            result["optimum"] = optimum_gaps(
+                _weights_file(folder, "optimum-composite", composite_weights(a)), a,
+                args.optimum_workloads, args.optimum_jobs)
     result["paper_E_gain_68"] = claim("sched2.fig7.E-68").value
     result["cpu_s"] = round(time.process_time() - start, 1)
     print(json.dumps(result, sort_keys=True))

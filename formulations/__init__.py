@@ -16,6 +16,7 @@ METHOD_MODULES: dict[tuple[str, str], str] = {
     ("inference", "exact"): "inference",
     ("inference", "lagrange"): "inference_lagrange",
     ("liquid", "exact"): "liquid",
+    ("sched2", "offline-effectiveness"): "offline.methods",
     ("sched2", "offline-makespan"): "offline.methods",
     ("sched2", "offline-qos"): "offline.methods",
     ("sched2", "offline-wct"): "offline.methods",

@@ -13,6 +13,7 @@ from dlsched.benchmarks import (
     inference_paper,
     liquid_fig19,
     policy_latency,
+    sched2_optimum,
     sched2_rl,
 )
 
@@ -77,6 +78,30 @@ def test_sched2_rl_tiny(capsys):
     # neither the agent nor a rule beats the proven optimal makespan
     optimum = figures["small"]["workloads"][0]["offline-makespan"]["objective"]
     assert min(float(x) for x in small[1:-1]) >= round(optimum) - 1
+
+
+def test_sched2_optimum_tiny(capsys):
+    assert sched2_optimum.main(["--workloads", "2", "--jobs", "5", "--effort", "5"]) == 0
+    lines, figures = _lines(capsys)
+    assert figures["instances"] == 2 and figures["proven"] == 2  # 5 jobs: proven at once
+    assert figures["best_rule"] in ("fifo", "sif", "dsif", "saf", "lrf", "spf")
+    assert figures["best_rule_gap"] == min(figures["rule_gaps"].values())
+    for name in ("agent_gap", "best_rule_gap", "composite_gap"):
+        assert figures[name] >= -1e-9  # no online policy beats the clairvoyant optimum
+    # dqn: a gap, or the reason it refused this cluster
+    assert (figures["dqn_gap"] is None) == isinstance(figures["dqn_refused"], str)
+    assert figures["seeds"] == [5000, 5001]  # not the training seeds 0-29
+    assert len(_rows(lines, "spf ")) == 1
+
+
+def test_sched2_rl_reports_the_optimum_part(capsys):
+    assert sched2_rl.main(["--parts", "optimum", "--jobs", "20", "--optimum-workloads", "1",
+                           "--optimum-jobs", "4"]) == 0
+    _, figures = _lines(capsys)
+    optimum = figures["optimum"]
+    assert optimum["instances"] == 1 and optimum["proven"] == 1
+    assert {"agent_gap", "dqn_gap", "best_rule_gap", "composite_gap", "best_rule",
+            "gap_spread"} <= set(optimum)
 
 
 def test_genie_snapshots_tiny(capsys):

@@ -2,7 +2,9 @@
 
 ``data`` (modes, time grid), ``model`` (variables, constraint families, objective),
 ``schedule`` (solution → timed decision), ``methods`` (``solve`` methods
-``offline-makespan``, ``offline-wct``, ``offline-qos`` of ``sched2`` and ``genie``),
+``offline-makespan``, ``offline-wct``, ``offline-qos`` of ``sched2`` and ``genie``,
+``offline-effectiveness`` of ``sched2``), ``effectiveness`` (SCHED²'s mean E scaled to
+integers, its bound and grid loss),
 ``bnb`` (an exact branch and bound for ``weighted_jct`` that ``offline-wct`` runs after
 CP-SAT), ``lp_bound`` (the time-indexed LP lower bound of ``weighted_jct``), ``scale``
 (how far the models prove).

@@ -33,6 +33,8 @@ there). Two ways to keep the optimality claim:
   ``e_j/u + rank_j + 2``. So the primal's proven bound, less that loss, bounds the real
   optimum, and one solve both schedules and proves. CP-SAT's search does not depend on
   the size of the numbers much: its scheduling reasoning works on intervals.
+  ``effectiveness`` has its own loss (:func:`.effectiveness.grid_loss`) and unit
+  (:func:`.effectiveness.fine_unit`).
 """
 
 from __future__ import annotations
@@ -49,7 +51,9 @@ from dlsched.gaps import OPTIMALITY_ABS, OPTIMALITY_GAP
 from dlsched.instance import Instance
 from dlsched.problems.rates import SpeedModel
 
-OBJECTIVES = ("makespan", "weighted_jct", "qos")
+from .effectiveness import fine_unit, gains
+
+OBJECTIVES = ("makespan", "weighted_jct", "qos", "effectiveness")
 WEIGHT_SCALE = 1000
 """Job weights are multiplied by this for CP-SAT; weights with more decimals are refused."""
 MAX_DENOMINATOR = 10_000
@@ -244,6 +248,8 @@ def choose_grid(workload: Instance, modes: list[list[Mode]], objective: str,
     if unit is not None:
         return TimeGrid(unit, True)
     dmin = [min(m.duration for m in ms) for ms in modes]
+    if objective == "effectiveness":
+        return TimeGrid(fine_unit(dmin), False)
     if objective == "weighted_jct":
         trivial = sum(j.weight * d for j, d in zip(jobs, dmin, strict=True))
     else:
@@ -277,6 +283,8 @@ class OfflineData:
     horizon: int
     capacity: tuple[int, ...]
     """GPUs of each server."""
+    gains: tuple[int, ...] = ()
+    """``effectiveness`` only: K_j = ⌊SCALE · work_j / u⌋ − 1 per job (:mod:`.effectiveness`)."""
 
     @property
     def num_jobs(self) -> int:
@@ -297,11 +305,11 @@ class OfflineData:
         return [g for g in groups.values() if len(g) > 1]
 
     def identical_jobs(self) -> list[list[int]]:
-        """Groups of interchangeable jobs (same release, modes, weight and deadline)."""
+        """Groups of interchangeable jobs (same release, modes, weight, deadline and gain)."""
         groups: dict[tuple, list[int]] = {}
         for j in range(self.num_jobs):
             key = (self.release[j], tuple(m.counts for m in self.modes[j]), self.durations[j],
-                   self.weights[j], self.deadline[j])
+                   self.weights[j], self.deadline[j], self.gains[j] if self.gains else None)
             groups.setdefault(key, []).append(j)
         return [g for g in groups.values() if len(g) > 1]
 
@@ -329,4 +337,5 @@ def offline_data(workload: Instance, objective: str, grid: TimeGrid,
         grid=grid, round_up=round_up, release=release, durations=durations,
         deadline=deadline, can_meet=can_meet,
         weights=tuple(round(j.weight * WEIGHT_SCALE) for j in jobs),
-        horizon=horizon, capacity=tuple(workload.cluster.node_gpu_count.tolist()))
+        horizon=horizon, capacity=tuple(workload.cluster.node_gpu_count.tolist()),
+        gains=gains(workload, grid.unit) if objective == "effectiveness" else ())

@@ -1,6 +1,7 @@
 """Offline exact schedules as registered exact methods of the workload problems.
 
-``solve(workload, "offline-makespan")`` (also ``offline-wct``, ``offline-qos``) for the
+``solve(workload, "offline-makespan")`` (also ``offline-wct``, ``offline-qos``,
+``offline-effectiveness``) for the
 ``sched2`` and ``genie`` problems: the whole workload is scheduled (every job once, start ≥
 submit time, GPUs exclusive, durations from the speed model of the placement's shape); the
 decision is a *timed* one (placements with ``start`` and ``end``) that the one validator
@@ -11,8 +12,10 @@ holds, see :mod:`.data`), ``symmetry`` and ``bounds`` (the model's symmetry-brea
 relaxation-bound families, both on), ``num_workers`` (CP-SAT workers, 1 = reproducible),
 ``solver_options`` (CP-SAT parameters), ``initial_solution`` (a timed decision handed to
 CP-SAT as a hint, re-timed on the model's grid and relabelled to its symmetry rules by
-:func:`.warm_start.grid_hint`; default for ``offline-wct`` on an exact grid: a serial
-schedule in Smith's order, ``schedule.greedy_schedule``; none otherwise).
+:func:`.warm_start.grid_hint`; default for ``offline-wct`` and ``offline-effectiveness``
+on an exact grid: a serial schedule in Smith's order, ``schedule.greedy_schedule``; none
+otherwise). ``offline-effectiveness`` (``sched2`` only) maximizes the mean of SCHED²'s
+Eq. 2 with the integer scaling of :mod:`.effectiveness`.
 ``bnb_share`` (``offline-wct`` only): the part of the time limit kept for the exact branch
 and bound of :mod:`.bnb`, run after CP-SAT when CP-SAT has not proved optimality: it
 searches for a schedule better than CP-SAT's incumbent on the same integer data, and a
@@ -36,6 +39,7 @@ from dlsched.decision import Decision
 from dlsched.errors import InputError
 from dlsched.gaps import is_proven_optimal
 from dlsched.instance import Instance
+from dlsched.problems.base import get_problem
 from dlsched.registry import BOOL, MethodSpec, OptionRule, check_options, register_method
 from dlsched.result import MethodOutput, Status
 from dlsched.validate import evaluate
@@ -54,15 +58,18 @@ from .data import (
     offline_data,
     rounding_loss,
 )
+from .effectiveness import grid_loss, real_bound
 from .lp_bound import lp_bound
 from .model import OfflineModel
 from .schedule import greedy_schedule, left_shift, timed_decision
 from .warm_start import grid_hint
 
 METHODS = {"offline-makespan": "makespan", "offline-wct": "weighted_jct",
-           "offline-qos": "qos"}
+           "offline-qos": "qos", "offline-effectiveness": "effectiveness"}
 """Method name -> schedule objective."""
 PROBLEMS = ("sched2", "genie")
+"""The problems with offline methods: each gets the objectives of its
+``schedule_objectives`` (``effectiveness``: ``sched2`` only)."""
 OPTIONS = ("time_unit", "symmetry", "bounds", "num_workers", "solver_options",
            "initial_solution", "bnb_share")
 OPTION_RULES: dict[str, OptionRule] = {
@@ -77,7 +84,15 @@ DEFAULT_CPSAT_OPTIONS = {
 }
 """CP-SAT's default search with frequent restarts: on one worker it proves these
 scheduling models far faster than the automatic choice (2 × 4 GPUs, 20 jobs, makespan,
-seed 4: 0.25 s instead of no proof in 30 s)."""
+seed 4: 0.25 s instead of no proof in 30 s). Not for ``effectiveness``: see
+:data:`EFFECTIVENESS_CPSAT_OPTIONS`."""
+
+EFFECTIVENESS_CPSAT_OPTIONS = {"optimize_with_core": True}
+"""CP-SAT's automatic search with core-based optimization for ``effectiveness``. Measured
+(2 × 4 GPUs, 10 jobs, inter-arrival 60 s, seeds 5000-5019, greedy hint, deterministic
+limit 10): 18 of 20 proven in 30.6 CPU-s; the automatic search alone 17 in 35.9 CPU-s;
+the restart portfolio above proves none of the hard ones (seed 5006: no proof in 25 s;
+the automatic search with the hint: 0.01 s)."""
 
 
 LP_SHARE = 0.1
@@ -123,6 +138,9 @@ def _real_bound(data: OfflineData, model_bound: float) -> float:
     """A proven bound of the integer model (its objective units) in the evaluator's units."""
     jobs = data.workload.jobs
     u = data.grid.unit
+    if data.objective == "effectiveness":
+        loss = 0.0 if data.grid.exact else _effectiveness_loss(data)
+        return real_bound(model_bound, len(jobs), loss)
     if data.objective == "qos":
         met = math.floor((model_bound + data.horizon) / (data.horizon + 1) + 1e-9)
         return 100.0 * min(max(met, 0), len(jobs)) / len(jobs)
@@ -132,6 +150,21 @@ def _real_bound(data: OfflineData, model_bound: float) -> float:
     if data.objective == "makespan":
         return (raw - loss) * u - min(j.submit_time for j in jobs)
     return (raw - loss) * u / WEIGHT_SCALE - sum(j.weight * j.submit_time for j in jobs)
+
+
+def _effectiveness_loss(data: OfflineData) -> float:
+    """:func:`.effectiveness.grid_loss` of the data's grid (Σ E, not the mean)."""
+    return grid_loss([min(m.duration for m in ms) for ms in data.modes], data.grid.unit)
+
+
+def _rounding_loss(data: OfflineData) -> float:
+    """Worst loss of the objective from the grid (seconds; Σ E for ``effectiveness``)."""
+    if data.grid.exact:
+        return 0.0
+    if data.objective == "effectiveness":
+        return _effectiveness_loss(data)
+    loss = rounding_loss(data.objective, list(data.weights), data.num_jobs) * data.grid.unit
+    return loss / (WEIGHT_SCALE if data.objective == "weighted_jct" else 1)
 
 
 def _hint(model: OfflineModel, decision: Decision) -> None:
@@ -163,13 +196,16 @@ def solve_schedule(workload: Instance, objective: str, *, time_limit: float | No
     if bnb_share is not None and not 0.0 <= float(bnb_share) < 1.0:
         raise InputError(f"bnb_share = {bnb_share}", field="options.bnb_share",
                          fix="a fraction of the time limit in [0, 1)")
-    options = {**DEFAULT_CPSAT_OPTIONS, **(solver_options or {})}
+    defaults = (EFFECTIVENESS_CPSAT_OPTIONS if objective == "effectiveness"
+                else DEFAULT_CPSAT_OPTIONS)
+    options = {**defaults, **(solver_options or {})}
     model = build_model(workload, objective, time_unit=time_unit, symmetry=bool(symmetry),
                         bounds=bool(bounds))
     data = model.data
     share = 0.0 if objective != "weighted_jct" else (
         default_bnb_share(data) if bnb_share is None else float(bnb_share))
-    if initial_solution is None and objective == "weighted_jct" and data.grid.exact:
+    if (initial_solution is None and objective in ("weighted_jct", "effectiveness")
+            and data.grid.exact):
         # warm start for the sum objective: a serial schedule in Smith's order. Measured
         # (2 x 4 GPUs, 20 jobs, 60 s): seed 0 ends at 33,665 instead of 36,551 without it,
         # seeds 1-3 prove as fast; on the fine-grid seed 4 CP-SAT never left the hinted
@@ -187,9 +223,8 @@ def solve_schedule(workload: Instance, objective: str, *, time_limit: float | No
     run = run_cpsat(model.model, left, seed, int(num_workers), options)
     extra = {"time_unit": data.grid.unit, "exact_grid": data.grid.exact,
              "solve_time": run.solve_time, "horizon_units": data.horizon,
-             "rounding_loss_s": 0.0 if data.grid.exact else
-             rounding_loss(objective, list(data.weights), data.num_jobs) * data.grid.unit
-             / (WEIGHT_SCALE if objective == "weighted_jct" else 1)}
+             ("rounding_loss_E" if objective == "effectiveness" else "rounding_loss_s"):
+             _rounding_loss(data)}
     status, bound, picks = run.status, _bound(data, run), None
     if run.status.has_solution:
         v = model.vars
@@ -275,11 +310,15 @@ def refusal(instance: Instance) -> str | None:
 
 
 _SUMMARY = {"makespan": "offline schedule of the whole workload: min makespan",
+            "effectiveness": "offline schedule of the whole workload: max mean "
+                             "effectiveness E (SCHED² Eq. 2)",
             "weighted_jct": "offline schedule of the whole workload: min weighted JCT",
             "qos": "offline schedule: max % of jobs by deadline, then min makespan"}
 
 for _problem in PROBLEMS:
     for _name, _objective in METHODS.items():
+        if _objective not in get_problem(_problem).schedule_objectives:
+            continue
         register_method(MethodSpec(
             problem=_problem, name=_name, kind="exact", run=_runner(_objective),
             backends=("cpsat",), default_backend="cpsat", summary=_SUMMARY[_objective],

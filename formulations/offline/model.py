@@ -30,7 +30,8 @@ fixed-size interval per mode (present iff the mode is chosen). Families:
 
 Objectives: ``makespan`` min Cmax; ``weighted_jct`` min Σ w_j end_j (the constant
 −Σ w_j r_j is added back outside); ``qos`` max (H + 1) · on-time − Cmax (on-time count
-first, then makespan).
+first, then makespan); ``effectiveness`` max Σ ⌊K_j / (end_j − r_j)⌋, SCHED²'s Eq. 2
+scaled to integers (:mod:`.effectiveness`).
 """
 
 from __future__ import annotations
@@ -208,5 +209,20 @@ class OfflineModel:
             m.Minimize(v.cmax)
         elif d.objective == "weighted_jct":
             m.Minimize(sum(w * e for w, e in zip(d.weights, v.end, strict=True)))
+        elif d.objective == "effectiveness":
+            m.Maximize(sum(self.effectiveness_terms()))
         else:
             m.Maximize((d.horizon + 1) * sum(v.on_time) - v.cmax)
+
+    def effectiveness_terms(self) -> list[cp_model.IntVar]:
+        """q_j = ⌊K_j / T_j⌋ with T_j = end_j − r_j, the job's time in the system."""
+        d, m, v = self.data, self.model, self.vars
+        terms = []
+        for j in range(d.num_jobs):
+            lo, hi = min(d.durations[j]), d.horizon - d.release[j]
+            t = m.NewIntVar(lo, hi, f"t{j}")
+            m.Add(t == v.end[j] - d.release[j])
+            q = m.NewIntVar(d.gains[j] // hi, d.gains[j] // lo, f"q{j}")
+            m.AddDivisionEquality(q, d.gains[j], t)
+            terms.append(q)
+        return terms

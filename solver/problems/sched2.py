@@ -224,7 +224,34 @@ class Sched2Problem(Problem):
                                                      f"time {instance.time}"))
         return out
 
-    schedule_objectives = {"makespan": "min", "weighted_jct": "min", "qos": "max"}
+    schedule_objectives = {"makespan": "min", "weighted_jct": "min", "qos": "max",
+                           "effectiveness": "max"}
+
+    def evaluate_schedule(self, instance: Instance, decision: Decision, objective: str
+                          ) -> float:
+        """The base objectives, and ``effectiveness``: the mean over jobs of Eq. 2,
+        ``E = duration / (end − submit)`` (ideal run time over time in the system, the
+        simulator's ``effectiveness`` column).
+
+        Parameters
+        ----------
+        instance
+            The workload.
+        decision
+            A valid timed decision.
+        objective
+            One of :attr:`schedule_objectives`.
+
+        Returns
+        -------
+        float
+            The objective value (mean E is a fraction, 1 = no wait and no slowdown).
+        """
+        if objective != "effectiveness":
+            return super().evaluate_schedule(instance, decision, objective)
+        ends = {p.job: float(p.end) for p in decision.placements}
+        return float(np.mean([float(j.duration) / (ends[j.id] - j.submit_time)
+                              for j in instance.jobs]))
 
     def schedule_duration(self, instance: Instance, job_id: str, gpus: tuple[str, ...]
                           ) -> float:
