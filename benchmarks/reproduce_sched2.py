@@ -75,8 +75,8 @@ def _rows(per: dict[str, Runs], label: str, kind: str, reason: str, who: str = A
             continue
         runs = per[share]
         values, best = _vs_best(runs, metric, who, rules)
-        detail = f"{who} {_mean(runs, who, metric):.4g}, best rule {best.upper()} " \
-                 f"{_mean(runs, best, metric):.4g}"
+        detail = (f"{who} {_fmt(_mean(runs, who, metric), metric)}, best rule "
+                  f"{best.upper()} {_fmt(_mean(runs, best, metric), metric)}")
         if metric == "wait":
             run_values, run_best = _vs_best(runs, "run", who, rules)
             detail += (f"; Fig. 10a run time {_mean(runs, who, 'run'):.0f} s vs "
@@ -88,6 +88,12 @@ def _rows(per: dict[str, Runs], label: str, kind: str, reason: str, who: str = A
             f"[{label}]", values, reason if kind != "headline" else _why(runs, metric, best),
             kind=kind, ablation_of=cid if kind == "ablation" else None, detail=detail))
     return rows
+
+
+def _fmt(value: float, metric: str) -> str:
+    if metric == "E":
+        return f"{value:.3f}"
+    return f"{value / 3600:.1f} h" if metric == "makespan" else f"{value:,.0f} s"
 
 
 def _why(runs: Runs, metric: str, best: str) -> str:
