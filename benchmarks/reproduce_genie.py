@@ -224,7 +224,9 @@ def genie(seeds: int, quick: bool) -> list[Row]:
                                                preset="paper") for s in range(seeds)]
                    for d in ((5.0, 20.0) if quick else GENIE_DENSITIES)}, policies)
     rows = _headlines(fig13, "fig13", "density", "/h")
-    plain = {"swaf": policies["swaf"], **{b: Policy(b) for b in GENIE_BASELINES}}
+    # Fig. 17: SWAF, the baselines and (the ablation of a miss) SWAF with backfill
+    plain = {"swaf": policies["swaf"], "swaf backfill": policies["swaf backfill"],
+             **{b: Policy(b) for b in GENIE_BASELINES}}
     fig17 = {16.0: [{k: r[k] for k in plain} for r in fig13[20.0]]}
     fig17.update(_runs({4.0 * n: [generate_genie_workload(
         seed=s, nodes=n, density=20.0, duration=hours, preset="paper") for s in range(seeds)]

@@ -97,3 +97,13 @@ def test_reproduce_quick_json_rows_are_smoke(paper, capsys):
         assert row["kind"] == "smoke"
         assert row["direction_matches"] is None and row["within_2x"] is None
         assert row["result"] and row["paper_value"] and row["ours"]
+
+
+def test_gavel_rounds_tiny(capsys):
+    from dlsched.benchmarks import gavel_rounds
+
+    assert gavel_rounds.main(["--jobs", "30"]) == 0
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["figures"]
+    assert [f["jobs"] for f in figures] == [10, 30, 10, 30]
+    # a lease that holds GPUs to a round's end never finishes a FIFO job earlier here
+    assert all(f["jct_rounds_s"] >= f["jct_events_s"] for f in figures)
