@@ -92,7 +92,7 @@ def test_reproduce_quick_json_rows_are_smoke(paper, capsys):
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line]
     assert len(rows) >= 3
     for row in rows:
-        assert KEYS <= set(row)
+        assert set(row) >= KEYS
         assert row["paper"] == paper and row["claim"].startswith(paper + ".")
         assert row["kind"] == "smoke"
         assert row["direction_matches"] is None and row["within_2x"] is None
