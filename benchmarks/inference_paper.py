@@ -64,18 +64,20 @@ def _policies(with_pg: bool) -> list[str]:
     return ["fixed", "heuristic"] + (["pg"] if with_pg else [])
 
 
-def heuristic_params(gpus: str, scale: float, tune: bool, out: list[str]) -> dict:
+def heuristic_params(gpus: str, scale: float, tune: bool, out: list[str],
+                     episode_minutes: float = 10.0) -> dict:
     """α, β of the heuristic: the paper's 0.5, 0.5, or (``tune``) the best of a grid on
-    the training span 9-12 h (the RL training episodes), as the paper did."""
+    the training span 9-12 h (the RL training episodes, 3 of ``episode_minutes``), as the
+    paper did."""
     if not tune:
         return {"alpha": 0.5, "beta": 0.5}
     from dlsched.rl.inference_train import TrainConfig, training_episodes
     from dlsched.serve.tune import tune_heuristic
 
     eps = training_episodes(TrainConfig(gpus=gpus, scale=scale, episodes=3,
-                                        episode_minutes=10.0))
+                                        episode_minutes=episode_minutes))
     best, _grid = tune_heuristic(eps)
-    out.append(f"\nheuristic tuned on 3 × 10 min of 9-12 h: α = {best['alpha']}, "
+    out.append(f"\nheuristic tuned on 3 × {episode_minutes:g} min of 9-12 h: α = {best['alpha']}, "
                f"β = {best['beta']}")
     return best
 

@@ -61,8 +61,13 @@ class Claim:
 
     def change(self) -> float:
         """The claimed relative change of a one-number claim: ``(value - baseline) /
-        baseline`` when the paper gives both numbers, else ``value`` (already one)."""
+        baseline`` when the paper gives both numbers; for a ratio "by 2.1x" of the
+        baseline over the claimed policy (unit ``ratio ...``), ``1 / value - 1`` when lower
+        is better and ``value - 1`` when higher is; else ``value`` (already one)."""
         if self.baseline is None:
+            if self.unit.startswith("ratio"):
+                v = float(self.value)  # type: ignore[arg-type]
+                return 1.0 / v - 1.0 if self.direction == "lower" else v - 1.0
             return float(self.value)  # type: ignore[arg-type]
         return (self.value - self.baseline) / self.baseline  # type: ignore[operator]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dlsched import Decision, Placement, solve, validate
-from dlsched.benchmarks.reproduce import _genie_fastest, _genie_run
+from dlsched.benchmarks.reproduce_genie import _genie_fastest, _genie_run
 from dlsched.cli import main
 from dlsched.heuristics.genie import swaf_order
 from dlsched.instance_io import load_instance, save_instance

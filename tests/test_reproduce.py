@@ -1,4 +1,4 @@
-"""``dlsched reproduce PAPER --quick --json``: every paper's rows parse and say something."""
+"""``dlsched reproduce``: rows, kinds and verdicts; the stated settings; quick JSON rows."""
 
 from __future__ import annotations
 
@@ -6,37 +6,104 @@ import json
 
 import pytest
 
-from dlsched.benchmarks.claim_rows import compare
+from dlsched.benchmarks.claim_rows import Row, as_smoke, beyond, compare, count, verdict
 from dlsched.benchmarks.paper_claims import Claim
+from dlsched.benchmarks.reproduce_horus import TABLE7_JOBS, _table7_workload, stated_workload
 from dlsched.cli import main
+
+KEYS = {"claim", "kind", "paper_value", "ours", "direction_matches", "within_2x", "reason",
+        "ablation_of"}
+
+
+def _cut(**kw) -> Claim:
+    base = dict(id="p.fig1", quote="q", source="Fig. 1", value=-0.2, unit="relative change",
+                direction="lower", setting="s")
+    return Claim(**{**base, **kw})
 
 
 def test_compare_checks_direction_and_factor_two():
-    cut = Claim(id="p.fig1", quote="q", source="Fig. 1", value=-0.2, unit="relative change",
-                direction="lower", setting="s")
-    row = compare(cut, "r", [-0.1, -0.3], "why")
-    assert (row.paper, row.cite, row.paper_value) == ("p", "Fig. 1", "-20.0 %")
+    row = compare(_cut(), "r", [-0.1, -0.3], "why")
+    assert (row.paper, row.claim, row.kind, row.cite, row.paper_value) == (
+        "p", "p.fig1", "headline", "Fig. 1", "-20.0 %")
     assert row.direction_matches and row.within_2x and row.reason == ""
-    row = compare(cut, "r", [0.05], "why")
+    row = compare(_cut(), "r", [0.05], "why")
     assert not row.direction_matches and not row.within_2x and row.reason == "why"
-    row = compare(cut, "r", [-0.5], "why")
+    row = compare(_cut(), "r", [-0.5], "why")
     assert row.direction_matches and not row.within_2x
-    rise = Claim(id="p.fig7", quote="q", source="Fig. 7", value=[0.1, 0.3],
-                 unit="relative change", direction="higher", setting="s")
+    rise = _cut(id="p.fig7", value=[0.1, 0.3], direction="higher")
     row = compare(rise, "r", [0.55], "why", claimed=[0.1, 0.3])  # a range: [0.05, 0.6]
     assert row.within_2x and row.paper_value == "+10.0 … +30.0 %"
-    table = Claim(id="p.table6", quote="q", source="Table 6", value=204.0, baseline=267.3,
-                  unit="min", direction="lower", setting="s")
+    table = _cut(id="p.table6", value=204.0, baseline=267.3, unit="min")
     assert compare(table, "r", [-0.2], "why").paper_value == "-23.7 %"
+    # the boundaries of "within 2x": |lo| / 2 and 2 |hi| are in, just beyond is out
+    assert verdict(-0.1, -0.2, -0.2) == (True, True)
+    assert verdict(-0.4, -0.2, -0.2) == (True, True)
+    assert verdict(-0.0999, -0.2, -0.2) == (True, False)
+    assert verdict(0.3, -0.2, -0.2) == (False, False)
+
+
+def test_a_ratio_claim_is_a_relative_change():
+    # "makespan by 2.1x": the best baseline's over SCHED²'s, so SCHED² is 1 / 2.1 of it
+    ratio = _cut(value=2.1, unit="ratio (best baseline / SCHED²)")
+    assert ratio.change() == pytest.approx(1 / 2.1 - 1)
+    row = compare(ratio, "r", [-0.3], "why")
+    assert row.paper_value == "-52.4 %" and row.within_2x
+
+
+def test_kinds_ablations_and_smoke():
+    row = compare(_cut(), "r", [0.05], "what changed", kind="ablation", ablation_of="p.fig1")
+    assert row.kind == "ablation" and row.ablation_of == "p.fig1" and row.reason
+    # a sensitivity or ablation row keeps its reason even when it reproduces
+    assert compare(_cut(), "r", [-0.2], "reading", kind="sensitivity").reason == "reading"
+    with pytest.raises(ValueError, match="ablation"):
+        compare(_cut(), "r", [0.05], "x", kind="ablation")
+    with pytest.raises(ValueError, match="kind"):
+        Row("p", "p.x", "other", "r", "c", "v", "o", 1, None, None)
+    with pytest.raises(ValueError, match="start"):
+        Row("p", "q.x", "headline", "r", "c", "v", "o", 1, None, None)
+    rows = [compare(_cut(), "r", [-0.2], "x"), compare(_cut(), "r", [0.1], "x"),
+            compare(_cut(id="p.fig2"), "r", [-0.2], "x"),
+            compare(_cut(), "r", [0.1], "x", kind="ablation", ablation_of="p.fig1"),
+            beyond("p", "m-optimum", "m vs optimum", [0.1, 0.3])]
+    # an id counts only when every headline row of it reproduces
+    assert count(rows) == {"headline_ids": 2, "reproduced": 1}
+    assert rows[-1].claim == "p.beyond.m-optimum" and rows[-1].ours.startswith("mean gap 20")
+    smoke = as_smoke(rows)
+    assert {r.kind for r in smoke} == {"smoke"}
+    assert all(r.direction_matches is None and r.within_2x is None for r in smoke)
+    assert count(smoke) == {"headline_ids": 0, "reproduced": 0}
+
+
+def test_horus_stated_settings():
+    w = stated_workload(0, "w-small")
+    assert len(w.jobs) == 100 and {j.num_gpus for j in w.jobs} == {1}
+    assert {j.submit_time for j in w.jobs} == {0.0}
+    assert (w.params["queues"], w.params["beta"], w.cluster.num_gpus) == (1, 15, 12)
+    t7 = _table7_workload()
+    assert len(t7.jobs) == TABLE7_JOBS and t7.cluster.num_gpus == 1024
+    assert {j.submit_time for j in t7.jobs} == {0.0}
+    # the window oversubscribes 128 x 8 (the reason it was chosen)
+    assert sum(j.num_gpus for j in t7.jobs) == 1908
 
 
 @pytest.mark.parametrize("paper", ["horus", "genie", "liquid", "sched2", "inference"])
-def test_reproduce_quick_json_rows_parse(paper, capsys):
-    assert main(["reproduce", paper, "--quick", "--seeds", "1", "--json"]) == 0
+def test_reproduce_quick_json_rows_are_smoke(paper, capsys):
+    assert main(["reproduce", paper, "--quick", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line]
     assert len(rows) >= 3
     for row in rows:
-        assert row["paper"] == paper
-        assert row["result"] and row["paper_value"]
-        if row["direction_matches"] is False or row["within_2x"] is False:
-            assert row["reason"], row
+        assert set(row) >= KEYS
+        assert row["paper"] == paper and row["claim"].startswith(paper + ".")
+        assert row["kind"] == "smoke"
+        assert row["direction_matches"] is None and row["within_2x"] is None
+        assert row["result"] and row["paper_value"] and row["ours"]
+
+
+def test_gavel_rounds_tiny(capsys):
+    from dlsched.benchmarks import gavel_rounds
+
+    assert gavel_rounds.main(["--jobs", "30"]) == 0
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["figures"]
+    assert [f["jobs"] for f in figures] == [10, 30, 10, 30]
+    # a lease that holds GPUs to a round's end never finishes a FIFO job earlier here
+    assert all(f["jct_rounds_s"] >= f["jct_events_s"] for f in figures)
