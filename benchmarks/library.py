@@ -30,6 +30,7 @@ from dlsched.gaps import is_proven_optimal
 from dlsched.instance import Instance
 from dlsched.instance_io import load_instance
 from dlsched.problems import get_problem
+from dlsched.problems.base import Problem
 from dlsched.solution_io import load_solution, save_solution
 from dlsched.validate import validate
 
@@ -241,6 +242,20 @@ def offer_best(manifest: Manifest, offers: Iterable[Offer], *, save: bool = True
     if changed and save:
         manifest.save()
     return notes
+
+
+def snapshot_bound_offers(manifest: Manifest) -> list[Offer]:
+    """A bound-only offer per instance whose problem has a solver-free bound
+    (:meth:`dlsched.problems.base.Problem.snapshot_bound`)."""
+    offers = []
+    for name, rec in manifest.entries.items():
+        problem = get_problem(rec["problem"])
+        if type(problem).snapshot_bound is Problem.snapshot_bound:
+            continue
+        bound = problem.snapshot_bound(manifest.load(name))
+        if bound is not None:
+            offers.append(Offer(name, None, None, "feasible", bound, "snapshot-bound"))
+    return offers
 
 
 def _tighter(a: float, b: float | None, sense: str) -> bool:

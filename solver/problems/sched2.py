@@ -134,6 +134,27 @@ def parse_sched2_params(params: Mapping[str, Any]) -> Sched2Params:
     return Sched2Params(table)
 
 
+SUBMIT_TOL = 1e-9
+"""Seconds by which a job's submit time may exceed the snapshot time (float noise)."""
+
+
+def is_submitted(instance: Instance, job: Job) -> bool:
+    """True when ``job`` is in the queue at the snapshot time ``instance.time``.
+
+    A SCHED² instance is both a workload (every job with its submit time, for the offline
+    schedules and the simulator) and a snapshot at ``instance.time``: a snapshot decision
+    starts only jobs submitted by then.
+    """
+    return job.submit_time <= instance.time + SUBMIT_TOL
+
+
+def submitted_part(instance: Instance) -> Instance:
+    """``instance`` with only the jobs submitted by its time (itself when all are): what a
+    snapshot method may start."""
+    jobs = tuple(j for j in instance.jobs if is_submitted(instance, j))
+    return instance if len(jobs) == len(instance.jobs) else instance.replace(jobs=jobs)
+
+
 def placement_counts(instance: Instance, gpu_ids: Sequence[str]) -> np.ndarray:
     """GPUs per locality group (only groups used) of a placement given by GPU ids: the
     server, unless the topology graph's ``locality_level`` names another level."""
@@ -201,7 +222,7 @@ class Sched2Problem(Problem):
                                  fix="a solo run time > 0 seconds")
 
     def check_decision(self, instance: Instance, decision: Decision) -> list[Violation]:
-        """A snapshot placement starts at the snapshot time.
+        """A snapshot placement starts at the snapshot time, and only a submitted job.
 
         Parameters
         ----------
@@ -213,16 +234,38 @@ class Sched2Problem(Problem):
         Returns
         -------
         list of Violation
-            One ``start`` violation per untimed placement starting at another time.
+            One ``start`` violation per untimed placement starting at another time, one
+            ``release`` violation per job started before its submit time.
         """
         out = []
         for p in decision.placements:
             if p.end is not None:
                 continue  # a timed placement of a schedule: the validator's schedule rules
+            job = instance.job(p.job)
+            if not is_submitted(instance, job):
+                out.append(Violation("release", p.job, f"submitted at {job.submit_time:g}, "
+                                     f"after the snapshot time {instance.time:g}"))
             if p.start is not None and abs(p.start - instance.time) > 1e-9:
                 out.append(Violation("start", p.job, f"start {p.start} is not the snapshot "
                                                      f"time {instance.time}"))
         return out
+
+    def snapshot_bound(self, instance: Instance) -> float:
+        """The knapsack bound of :func:`.sched2_snapshot.effective_gpus_bound`.
+
+        Parameters
+        ----------
+        instance
+            The snapshot.
+
+        Returns
+        -------
+        float
+            An upper bound on the effective GPUs any valid decision starts.
+        """
+        from .sched2_snapshot import effective_gpus_bound
+
+        return effective_gpus_bound(instance)
 
     schedule_objectives = {"makespan": "min", "weighted_jct": "min", "qos": "max"}
 
