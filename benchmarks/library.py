@@ -179,7 +179,8 @@ def offer_best(manifest: Manifest, offers: Iterable[Offer], *, save: bool = True
     A decision is accepted only when it passes the validator and the evaluator reproduces
     its stated objective, and only when it improves the best known objective or proves
     it optimal. A bound is kept when it is tighter than the stored one and does not cut
-    off the best known objective.
+    off the best known objective; a stored bound that a validated solution beats was
+    wrong and is dropped.
     """
     notes: list[str] = []
     instances: dict[str, Instance] = {}
@@ -209,9 +210,13 @@ def offer_best(manifest: Manifest, offers: Iterable[Offer], *, save: bool = True
                     proven and best["status"] != "optimal"
                     and same_value(value, best["objective"])):
                 bound = offer.bound
-                if best is not None and best.get("bound") is not None and (
-                        bound is None or _tighter(best["bound"], bound, sense)):
-                    bound = best["bound"]
+                stored = best.get("bound") if best is not None else None
+                if stored is not None and better(value, stored, sense):
+                    notes.append(f"{offer.name}: stored bound {stored!r} cuts off {value!r} "
+                                 f"from {who}: it was wrong; dropped")
+                    stored = None
+                if stored is not None and (bound is None or _tighter(stored, bound, sense)):
+                    bound = stored
                 if bound is not None and better(value, bound, sense):
                     notes.append(f"{offer.name}: bound {bound!r} cuts off {value!r}; dropped")
                     bound = None
