@@ -49,6 +49,8 @@ from dlsched.gaps import OPTIMALITY_ABS, OPTIMALITY_GAP
 from dlsched.instance import Instance
 from dlsched.problems.rates import SpeedModel
 
+from ..backend import Deadline
+
 OBJECTIVES = ("makespan", "weighted_jct", "qos")
 WEIGHT_SCALE = 1000
 """Job weights are multiplied by this for CP-SAT; weights with more decimals are refused."""
@@ -132,8 +134,12 @@ def check_workload(workload: Instance) -> None:
                              fix=f"round it (CP-SAT weights are scaled by {WEIGHT_SCALE})")
 
 
-def job_modes(workload: Instance, speed: SpeedModel | None = None) -> list[list[Mode]]:
-    """The modes of every job, with durations from the speed model (default: the problem's)."""
+def job_modes(workload: Instance, speed: SpeedModel | None = None,
+              deadline: Deadline | None = None) -> list[list[Mode]]:
+    """The modes of every job, with durations from the speed model (default: the problem's).
+
+    ``deadline``: :class:`~dlsched.formulations.backend.TimeUp` once it passes (checked
+    per job)."""
     speed = speed or SpeedModel.default_for(workload.problem)
     bound = speed.bind(workload)
     cluster = workload.cluster
@@ -155,6 +161,8 @@ def job_modes(workload: Instance, speed: SpeedModel | None = None) -> list[list[
                 "servers); use a policy in the simulator for larger ones")
     out = []
     for i, job in enumerate(workload.jobs):
+        if deadline is not None:
+            deadline.check("computing the jobs' placement modes")
         if job.num_gpus is not None:
             shapes = _compositions(job.num_gpus, caps)
         else:
