@@ -19,6 +19,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ..errors import InputError
+from ..files import unique_keys
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class Agent:
         try:
             with safe_open(str(p), framework="pt") as handle:
                 meta = handle.metadata() or {}
-            shape = NetShape(**json.loads(meta["shape"]))
+            shape = NetShape(**json.loads(meta["shape"], object_pairs_hook=unique_keys))
             net = QNetwork(shape)
             net.load_state_dict(load_file(str(p)))
         except (KeyError, ValueError, TypeError, RuntimeError, OSError, SafetensorError) as exc:
@@ -109,7 +110,7 @@ class Agent:
 
         with safe_open(str(path), framework="pt") as handle:
             meta = handle.metadata() or {}
-        return {k: json.loads(v) for k, v in meta.items()}
+        return {k: json.loads(v, object_pairs_hook=unique_keys) for k, v in meta.items()}
 
 
 # ----------------------------------------------------------------------------- training
