@@ -14,7 +14,7 @@ from dlsched.instance_io import check_instance
 from dlsched.instances.sched2_gen import generate_sched2
 from dlsched.instances.trace_snapshots import generated_snapshot
 from dlsched.problems import get_problem
-from dlsched.problems.sched2_snapshot import effective_gpus_bound
+from dlsched.problems.sched2 import effective_gpus_bound
 from dlsched.solve import solve
 from dlsched.validate import evaluate, validate
 

@@ -163,6 +163,59 @@ def placement_counts(instance: Instance, gpu_ids: Sequence[str]) -> np.ndarray:
     return np.unique(groups, return_counts=True)[1]
 
 
+# ------------------------------------------------------------------- snapshot bound
+def _packed_counts(demand: int, idle_per_group: np.ndarray) -> list[int] | None:
+    """GPUs per group when ``demand`` fills the groups with the most idle GPUs first."""
+    counts, left = [], demand
+    for idle in sorted(idle_per_group.tolist(), reverse=True):
+        if left == 0:
+            break
+        take = min(idle, left)
+        if take > 0:
+            counts.append(take)
+            left -= take
+    return counts if left == 0 else None
+
+
+def effective_gpus_bound(instance: Instance) -> float:
+    """An upper bound on the effective GPUs (the SCHED² objective) of any valid decision.
+
+    The snapshot relaxed to a knapsack: each submitted job j is worth at most ``v_j =
+    num_gpus / s_j``, ``s_j`` the smallest locality slowdown any placement on the idle GPUs
+    can give it, and the started jobs' GPUs fit in the idle GPUs (memory, CPU and the other
+    jobs' placements relaxed). ``s_j`` comes from filling the locality groups with the most
+    idle GPUs first: the slowdown falls as Σ n_s² grows (:func:`remote_peer_share`), and a
+    convex sum under per-group caps is largest when the largest groups are filled first.
+    The knapsack is solved exactly by dynamic programming over idle GPU counts.
+
+    Parameters
+    ----------
+    instance
+        A SCHED² snapshot.
+
+    Returns
+    -------
+    float
+        The optimum of the knapsack relaxation (0 when no submitted job fits on the idle
+        GPUs).
+    """
+    params = parse_sched2_params(instance.params)
+    cluster = instance.cluster
+    idle_gpus = ~instance.gpu_busy
+    groups = cluster.gpu_locality_group[idle_gpus]
+    idle_per_group = np.unique(groups, return_counts=True)[1] if groups.size else np.zeros(0)
+    capacity = int(idle_gpus.sum())
+    best = np.zeros(capacity + 1)  # best[c]: most value with at most c GPUs
+    for job in submitted_part(instance).jobs:
+        need = int(job.num_gpus)
+        counts = _packed_counts(need, idle_per_group) if need <= capacity else None
+        if counts is None:
+            continue
+        value = need / locality_slowdown(params.sensitivity(job.model), counts)
+        best[need:] = np.maximum(best[need:], best[:capacity + 1 - need] + value)
+    return float(best[capacity])
+
+
 class Sched2Problem(Problem):
     """SCHED² (paper seed 001): start pending jobs on exclusive GPUs, locality-aware.
 
@@ -251,7 +304,7 @@ class Sched2Problem(Problem):
         return out
 
     def snapshot_bound(self, instance: Instance) -> float:
-        """The knapsack bound of :func:`.sched2_snapshot.effective_gpus_bound`.
+        """The knapsack bound of :func:`effective_gpus_bound`.
 
         Parameters
         ----------
@@ -263,8 +316,6 @@ class Sched2Problem(Problem):
         float
             An upper bound on the effective GPUs any valid decision starts.
         """
-        from .sched2_snapshot import effective_gpus_bound
-
         return effective_gpus_bound(instance)
 
     schedule_objectives = {"makespan": "min", "weighted_jct": "min", "qos": "max"}
