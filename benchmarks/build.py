@@ -8,7 +8,7 @@ from pathlib import Path
 from dlsched.errors import InputError
 from dlsched.registry import methods_for
 
-from .library import Manifest, load_manifest, write_suite_files
+from .library import Manifest, load_manifest, offer_best, snapshot_bound_offers, write_suite_files
 from .runner import BenchSettings, run_bench
 from .suites import SPEC_FILE, load_spec
 
@@ -35,7 +35,8 @@ def build_suite(suite: str | Path, *, library: str | Path | None = None, jobs: i
     The best known solutions come from the spec's ``best_known`` runs (default: every
     backend-default ``exact`` run at 60 s), run by :func:`dlsched.benchmarks.runner.run_bench`;
     instances that already have a best known record for the same sha256 are not rerun
-    unless ``recompute``.
+    unless ``recompute``. Then each problem's solver-free snapshot bound (SCHED²'s
+    knapsack bound) is offered as a bound.
     """
     spec = load_spec(suite, library)
     manifest = write_suite_files(spec)
@@ -46,12 +47,45 @@ def build_suite(suite: str | Path, *, library: str | Path | None = None, jobs: i
             record["best"] = None
         manifest.save()
     todo = [name for name, rec in manifest.entries.items() if rec.get("best") is None]
-    if not todo:
-        return manifest
-    methods = [m if b is None else f"{m}:{b}" for m, b in spec.best_known.runs]
-    settings = BenchSettings(methods=methods,
-                             time_limit=time_limit or spec.best_known.time_limit,
-                             seeds=(0,), jobs=jobs, progress=progress)
-    run_bench(manifest, settings, output=None, instances=todo, update_best=True,
-              strict_methods=False)
+    if todo:
+        methods = [m if b is None else f"{m}:{b}" for m, b in spec.best_known.runs]
+        settings = BenchSettings(methods=methods,
+                                 time_limit=time_limit or spec.best_known.time_limit,
+                                 seeds=(0,), jobs=jobs, progress=progress)
+        run_bench(manifest, settings, output=None, instances=todo, update_best=True,
+                  strict_methods=False)
+        manifest = load_manifest(spec.directory)
+    offer_best(manifest, snapshot_bound_offers(manifest))
     return load_manifest(spec.directory)
+
+
+def reprove_suite(suite: str | Path, *, library: str | Path | None = None, jobs: int = 1,
+                  time_limit: float | None = None, progress: bool = True
+                  ) -> tuple[Manifest, list[str]]:
+    """Re-solve the instances of a built suite whose best known is not proven optimal.
+
+    Each such instance is run again by the spec's ``best_known`` runs (at ``time_limit``,
+    default the spec's); a better validated solution or a proof replaces a stale best
+    known (with its solution file and bound), a stored bound that the new solution beats
+    is dropped, and the problem's solver-free snapshot bound is offered again.
+
+    Returns
+    -------
+    tuple
+        The updated manifest and one line per change or refusal.
+    """
+    spec = load_spec(suite, library)
+    manifest = load_manifest(spec.directory)
+    todo = [name for name, rec in manifest.entries.items()
+            if (rec.get("best") or {}).get("status") != "optimal"]
+    notes: list[str] = []
+    if todo:
+        methods = [m if b is None else f"{m}:{b}" for m, b in spec.best_known.runs]
+        settings = BenchSettings(methods=methods,
+                                 time_limit=time_limit or spec.best_known.time_limit,
+                                 seeds=(0,), jobs=jobs, progress=progress)
+        notes += run_bench(manifest, settings, output=None, instances=todo, update_best=True,
+                           strict_methods=False)[1]
+        manifest = load_manifest(spec.directory)
+    notes += offer_best(manifest, snapshot_bound_offers(manifest))
+    return load_manifest(spec.directory), notes

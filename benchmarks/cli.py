@@ -220,8 +220,18 @@ def _cmd_library_verify(args: argparse.Namespace) -> int:
             raise InputError("no suite with a manifest", field="--library",
                              fix="build one: dlsched library build --suite NAME",
                              source=str(root))
+    if args.jobs < 1:
+        raise InputError(f"jobs = {args.jobs}", field="--jobs", fix="use 1 or more")
     bad = 0
     for suite in suites:
+        if args.reprove:
+            from .build import reprove_suite
+
+            _, notes = reprove_suite(suite, library=args.library, jobs=args.jobs,
+                                     time_limit=args.time_limit,
+                                     progress=not args.no_progress)
+            for line in notes:
+                print(f"  {line}")
         checked, failures = verify(suite, args.library)
         print(f"{Path(suite).name}: {checked} instances, "
               + ("all verified" if not failures else f"{len(failures)} failures"))
@@ -362,5 +372,12 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     build.set_defaults(func=_cmd_library_build)
     ver = lib_sub.add_parser("verify", help="check hashes and best known solutions")
     suite_options(ver, required=False)
+    ver.add_argument("--reprove", action="store_true",
+                     help="first re-solve every instance not proven optimal with the suite's "
+                     "best-known runs, updating stale best knowns, solutions and bounds")
+    ver.add_argument("--jobs", type=int, default=2, help="parallel re-solve runs (2)")
+    ver.add_argument("--time-limit", type=positive_seconds,
+                     help="seconds per re-solve run (the spec's)")
+    ver.add_argument("--no-progress", action="store_true", help="no progress bar")
     ver.set_defaults(func=_cmd_library_verify)
     logging.getLogger("benchmarks").addHandler(logging.NullHandler())

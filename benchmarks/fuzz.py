@@ -1,4 +1,4 @@
-"""Fuzzing the command line with mutated instance, solution and workload files.
+"""Fuzzing the command line with mutated instance, solution, workload, manifest and trace files.
 
 ``python -m dlsched.benchmarks.fuzz [--mutants 10000] [--seed 0]`` builds small seed files
 of every problem (a snapshot and a valid solution per problem, with start times where the
@@ -7,7 +7,8 @@ problem has them, and two workloads), mutates them — values swapped for NaN, �
 missing keys, duplicated or emptied lists; truncated, bit-flipped, non-UTF-8 or corrupted
 gzip text — and runs each mutant through the ``dlsched`` entry point (``solve`` +
 ``validate`` + ``evaluate`` for snapshots, ``validate`` + ``evaluate`` for solutions,
-``simulate`` for workloads). It counts, per mutant:
+``simulate`` for workloads, ``library verify`` for a suite manifest, ``import-trace`` for
+a file of every trace format: :mod:`.fuzz_files`). It counts, per mutant:
 
 - ``internal``: exit 3 (an unexpected exception reached the top-level guard) or an
   exception escaping ``main`` — must be 0;
@@ -41,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import fuzz_files
+
 # ----------------------------------------------------------------------------- seeds
 
 
@@ -49,12 +52,13 @@ class Seed:
     """A valid file to mutate: an instance, a workload, or a solution (with its instance)."""
 
     name: str
-    kind: str  # "instance" | "workload" | "solution"
+    kind: str  # instance | workload | solution | manifest | trace-json | trace-csv
     problem: str
-    doc: dict[str, Any]
+    doc: Any
     instance_doc: dict[str, Any] | None = None  # the instance a solution belongs to
     method: str = ""  # heuristic that ``solve`` runs on instance mutants
     policy: str = ""  # simulation policy for workload mutants
+    csv: Any = None  # the fuzz_files.CsvSeed of a delimited trace
 
 
 def make_seeds() -> list[Seed]:
@@ -104,6 +108,12 @@ def make_seeds() -> list[Seed]:
     w2 = gen["genie"].build(seed=3, nodes=2, gpus_per_node=2, duration=1.0, density=8.0)
     seeds.append(Seed("sched2-workload", "workload", "sched2", w1.to_dict(), policy="fifo"))
     seeds.append(Seed("genie-workload", "workload", "genie", w2.to_dict(), policy="swaf"))
+    with tempfile.TemporaryDirectory(prefix="dlsched-fuzz-suite-") as tmp:
+        seeds.append(Seed("manifest", "manifest", "library",
+                          fuzz_files.build_manifest_suite(Path(tmp))))
+    seeds.append(Seed("trace-philly", "trace-json", "trace", copy.deepcopy(fuzz_files.PHILLY)))
+    seeds += [Seed(f"trace-{c.fmt}", "trace-csv", "trace", None, csv=c)
+              for c in fuzz_files.CSV_SEEDS]
     return seeds
 
 
@@ -202,9 +212,11 @@ def _dump(doc: Any, token: str | None = None) -> bytes:
 
 def mutate(seed: Seed, ch: Chooser) -> Mutant:
     """One mutant of ``seed`` with choices from ``ch``."""
+    if seed.kind == "trace-csv":
+        return Mutant(*fuzz_files.mutate_csv(seed.csv, ch))
     doc = copy.deepcopy(seed.doc)
     keep_sha = True
-    if seed.kind != "solution" and ch.integer(0, 4) > 0:
+    if seed.kind in ("instance", "workload") and ch.integer(0, 4) > 0:
         doc.pop("sha256", None)  # so that the loader checks everything, not just the sum
         keep_sha = False
     elif seed.kind == "solution":
@@ -217,7 +229,7 @@ def mutate(seed: Seed, ch: Chooser) -> Mutant:
     parent_path, key = path[:-1], path[-1]
     parent = _get(doc, parent_path)
     old = parent[key]
-    free = _free(path)
+    free = _free(path) or not fuzz_files.checked_path(seed.kind, path)
     gz = False
     if op == "token":
         token = ch.choice(TOKENS)
@@ -235,6 +247,9 @@ def mutate(seed: Seed, ch: Chooser) -> Mutant:
         name = _last_key(path)
         under_map = len(path) >= 2 and path[-2] in ("node_cpu", "node_ram_gb", "locality")
         reject = False
+        special = fuzz_files.value_must_reject(seed.kind, path, old, new)
+        if special is not None:
+            return Mutant(_dump(doc), special and not free, f"{_fmt(path)} = {new!r}"[:80])
         if not free and _category(old) != _category(new) and not (
                 new is None and (name in NULLABLE or path[-3:-2] == ("delay_ms",))):  # B absent
             reject = True
@@ -246,29 +261,38 @@ def mutate(seed: Seed, ch: Chooser) -> Mutant:
         del parent[key]
         required_top = {"instance": {"format_version", "problem", "params", "cluster", "jobs"},
                         "workload": {"format_version", "problem", "params", "cluster", "jobs"},
-                        "solution": {"format_version", "instance_sha256", "placements"}}
-        reject = len(path) == 1 and key in required_top[seed.kind]
+                        "solution": {"format_version", "instance_sha256", "placements"},
+                        "manifest": {"format_version", "suite", "instances"}}
+        reject = len(path) == 1 and key in required_top.get(seed.kind, ())
         return Mutant(_dump(doc), reject, f"delete {_fmt(path)}", keep_sha=keep_sha)
     if op == "unknown_key":
         target = old if isinstance(old, dict) else parent if isinstance(parent, dict) else doc
         where = path if isinstance(old, dict) else parent_path if isinstance(parent, dict) else ()
+        if isinstance(target, list):  # a Philly trace: a list of job objects
+            target, where = target[0], (0,)
         target["zz_unknown"] = 1
-        # maps whose keys are names (a new name is allowed, or ignored when unused)
+        # maps whose keys are names (a new name is allowed, or ignored when unused); a
+        # trace's unknown keys are dropped, as documented
         reject = not _free(where) and not (where and where[-1] == "locality") and (
-            "delay_ms" not in where)
+            "delay_ms" not in where) and fuzz_files.checked_path(seed.kind, (*where, "x")) \
+            and seed.kind != "trace-json"
         return Mutant(_dump(doc), reject, f"{_fmt(where)}.zz_unknown = 1", keep_sha=keep_sha)
     if op in ("duplicate", "empty"):
         target, where = (old, path) if isinstance(old, list) else (parent, parent_path)
         if not isinstance(target, list):
-            target, where = doc.get("jobs", doc.get("placements")), (
-                "jobs" if "jobs" in doc else "placements",)
+            name = next(k for k in ("jobs", "placements", "instances", None)
+                        if k is None or isinstance(doc, list) or k in doc)
+            target, where = (doc, ()) if isinstance(doc, list) else (doc[name], (name,))
         if op == "empty":
             target.clear()
             return Mutant(_dump(doc), False, f"empty {_fmt(where)}", keep_sha=keep_sha)
         if target:
             target.append(copy.deepcopy(target[ch.integer(0, len(target) - 1)]))
-        reject = (not _free(where) and bool(target) and isinstance(where[-1], str)
-                  and where[-1] in ("jobs", "nodes", "placements", "gpus"))
+        lists = ("jobs", "nodes", "placements", "gpus", "instances")
+        reject = bool(target) and (
+            (seed.kind == "trace-json" and where == ()) or (
+                seed.kind != "trace-json" and not _free(where) and bool(where)
+                and isinstance(where[-1], str) and where[-1] in lists))
         return Mutant(_dump(doc), reject, f"duplicate in {_fmt(where)}", keep_sha=keep_sha)
     if op == "nest":
         depth = ch.choice([3, 65, 70, 200])
@@ -288,11 +312,13 @@ def mutate(seed: Seed, ch: Chooser) -> Mutant:
     if op == "truncate":
         cut = ch.integer(0, len(text) - 1)
         data = text[:cut]
-        return Mutant(data, not _parses(data), f"truncated at byte {cut}", keep_sha=keep_sha)
+        return Mutant(data, not _parses(data, type(doc)), f"truncated at byte {cut}",
+                      keep_sha=keep_sha)
     if op == "flip":
         pos = ch.integer(0, len(text) - 1)
         data = text[:pos] + bytes([text[pos] ^ (1 << ch.integer(0, 7))]) + text[pos + 1:]
-        return Mutant(data, not _parses(data), f"bit flipped at byte {pos}", keep_sha=keep_sha)
+        return Mutant(data, not _parses(data, type(doc)), f"bit flipped at byte {pos}",
+                      keep_sha=keep_sha)
     if op == "bad_utf8":
         pos = ch.integer(0, len(text) - 1)
         data = text[:pos] + b"\xff\xfe" + text[pos:]
@@ -309,12 +335,16 @@ def mutate(seed: Seed, ch: Chooser) -> Mutant:
     return Mutant(packed, how != "ok", f"gzip {how}", gz=gz, keep_sha=keep_sha)
 
 
-def _parses(data: bytes) -> bool:
+def _parses(data: bytes, kind: type = dict) -> bool:
+    """True when ``data`` is JSON (no NaN or Infinity, no key twice) of type ``kind``."""
+    from dlsched.files import unique_keys
+
     try:
-        doc = json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+        doc = json.loads(data.decode("utf-8"), parse_constant=_no_constant,
+                         object_pairs_hook=unique_keys)
     except (ValueError, RecursionError):
         return False
-    return isinstance(doc, dict)
+    return isinstance(doc, kind)
 
 
 def _no_constant(name: str) -> Any:
@@ -378,6 +408,25 @@ def run_mutant(seed: Seed, mutant: Mutant, workdir: Path) -> Outcome:
 
     outcome = Outcome(seed.name, mutant.description, mutant.must_reject)
     workdir.mkdir(parents=True, exist_ok=True)
+    if seed.kind in ("manifest", "trace-json", "trace-csv"):
+        if seed.kind == "manifest":
+            suite = workdir / "suite"
+            if not (suite / "suite.json").is_file():
+                fuzz_files.build_manifest_suite(suite)
+            argv, code, err = fuzz_files.run_manifest(suite, mutant.data, _run_cli)
+            files = [str(suite / "manifest.json")]
+        else:
+            fmt = "philly" if seed.csv is None else seed.csv.fmt
+            path = workdir / ("trace.json.gz" if mutant.gz else "trace.json"
+                              if seed.csv is None else "trace.csv")
+            path.write_bytes(mutant.data)
+            extra = () if seed.csv is None else seed.csv.extra
+            argv, code, err = fuzz_files.run_trace(fmt, path, extra, _run_cli)
+            files = [str(path)]
+        _judge(argv, code, err if code != 1 else "", files, outcome)
+        if mutant.must_reject and code == 0:
+            outcome.problems.append("accepted_invalid: " + mutant.description)
+        return outcome
     suffix = ".json.gz" if mutant.gz else ".json"
     target = workdir / f"mutant{suffix}"
     target.write_bytes(mutant.data)

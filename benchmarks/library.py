@@ -30,6 +30,8 @@ from dlsched.gaps import is_proven_optimal
 from dlsched.instance import Instance
 from dlsched.instance_io import load_instance
 from dlsched.problems import get_problem
+from dlsched.problems.base import Problem
+from dlsched.schema_check import check_against_schema
 from dlsched.solution_io import load_solution, save_solution
 from dlsched.validate import validate
 
@@ -69,8 +71,22 @@ class Manifest:
         return self.directory / self.entries[name]["file"]
 
     def load(self, name: str) -> Instance:
-        """Read (and check) the instance ``name``."""
-        return load_instance(self.path_of(name))
+        """Read (and check) the instance ``name``; its sha256 must be the manifest's.
+
+        Raises
+        ------
+        InputError
+            The file is bad, or it is not the instance the manifest pins (swapped or
+            edited: its sha256 differs).
+        """
+        instance = load_instance(self.path_of(name))
+        pinned = self.entries[name]["sha256"]
+        if instance.sha256 != pinned:
+            raise InputError(f"sha256 {instance.sha256[:12]}… differs from the manifest's "
+                             f"{pinned[:12]}…", field=f"instances[{name}].sha256",
+                             fix="rebuild the suite (dlsched library build) or restore "
+                                 "the file", source=str(self.directory / MANIFEST_FILE))
+        return instance
 
     def best(self, name: str) -> dict[str, Any] | None:
         return self.entries[name].get("best")
@@ -93,9 +109,22 @@ def load_manifest(suite: str | Path, library: str | Path | None = None) -> Manif
         raise InputError("the suite has no manifest", field="--suite",
                          fix=f"run: dlsched library build --suite {suite}", source=str(path))
     doc = read_json(path)
-    entries = {rec["name"]: rec for rec in doc.get("instances", [])}
-    return Manifest(doc.get("suite", directory.name), directory, doc.get("description", ""),
-                    entries)
+    try:
+        check_against_schema(doc, "manifest")
+        entries: dict[str, dict[str, Any]] = {}
+        for i, rec in enumerate(doc["instances"]):
+            if rec["name"] in entries:
+                raise InputError(f"instance {rec['name']!r} is listed twice",
+                                 field=f"instances[{i}].name", fix="keep one entry per name")
+            problem = get_problem(rec["problem"], field=f"instances[{i}].problem")
+            if rec["sense"] != problem.sense:
+                raise InputError(f"sense {rec['sense']!r}, but {problem.name} is a "
+                                 f"{problem.sense}imization", field=f"instances[{i}].sense",
+                                 fix=f"write {problem.sense!r}")
+            entries[rec["name"]] = rec
+    except InputError as exc:
+        raise exc.with_source(str(path)) from None
+    return Manifest(doc["suite"], directory, doc.get("description", ""), entries)
 
 
 def write_instance_gz(instance: Instance, path: Path) -> str:
@@ -178,7 +207,8 @@ def offer_best(manifest: Manifest, offers: Iterable[Offer], *, save: bool = True
     A decision is accepted only when it passes the validator and the evaluator reproduces
     its stated objective, and only when it improves the best known objective or proves
     it optimal. A bound is kept when it is tighter than the stored one and does not cut
-    off the best known objective.
+    off the best known objective; a stored bound that a validated solution beats was
+    wrong and is dropped.
     """
     notes: list[str] = []
     instances: dict[str, Instance] = {}
@@ -208,9 +238,13 @@ def offer_best(manifest: Manifest, offers: Iterable[Offer], *, save: bool = True
                     proven and best["status"] != "optimal"
                     and same_value(value, best["objective"])):
                 bound = offer.bound
-                if best is not None and best.get("bound") is not None and (
-                        bound is None or _tighter(best["bound"], bound, sense)):
-                    bound = best["bound"]
+                stored = best.get("bound") if best is not None else None
+                if stored is not None and better(value, stored, sense):
+                    notes.append(f"{offer.name}: stored bound {stored!r} cuts off {value!r} "
+                                 f"from {who}: it was wrong; dropped")
+                    stored = None
+                if stored is not None and (bound is None or _tighter(stored, bound, sense)):
+                    bound = stored
                 if bound is not None and better(value, bound, sense):
                     notes.append(f"{offer.name}: bound {bound!r} cuts off {value!r}; dropped")
                     bound = None
@@ -243,6 +277,20 @@ def offer_best(manifest: Manifest, offers: Iterable[Offer], *, save: bool = True
     return notes
 
 
+def snapshot_bound_offers(manifest: Manifest) -> list[Offer]:
+    """A bound-only offer per instance whose problem has a solver-free bound
+    (:meth:`dlsched.problems.base.Problem.snapshot_bound`)."""
+    offers = []
+    for name, rec in manifest.entries.items():
+        problem = get_problem(rec["problem"])
+        if type(problem).snapshot_bound is Problem.snapshot_bound:
+            continue
+        bound = problem.snapshot_bound(manifest.load(name))
+        if bound is not None:
+            offers.append(Offer(name, None, None, "feasible", bound, "snapshot-bound"))
+    return offers
+
+
 def _tighter(a: float, b: float | None, sense: str) -> bool:
     """True when bound ``a`` is tighter than ``b`` (higher lower bound for minimization)."""
     if b is None:
@@ -262,13 +310,9 @@ def verify(suite: str | Path, library: str | Path | None = None) -> tuple[int, l
     failures: list[str] = []
     for name, rec in manifest.entries.items():
         try:
-            instance = manifest.load(name)
+            instance = manifest.load(name)  # its sha256 must be the manifest's
         except InputError as exc:
             failures.append(f"{name}: {exc.one_line()}")
-            continue
-        if instance.sha256 != rec["sha256"]:
-            failures.append(f"{name}: sha256 {instance.sha256[:12]}… differs from the "
-                            f"manifest's {rec['sha256'][:12]}…")
             continue
         if instance.problem != rec["problem"]:
             failures.append(f"{name}: problem {instance.problem!r}, manifest {rec['problem']!r}")

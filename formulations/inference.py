@@ -70,6 +70,7 @@ from dlsched.problems.inference import (
 )
 from dlsched.registry import MethodSpec, check_option_values, check_options, register_method
 from dlsched.result import MethodOutput, Status
+from dlsched.validate import validate
 
 from .backend import Deadline, TimeUp
 from .cpsat_backend import model_size, run_cpsat
@@ -298,8 +299,14 @@ def solve_window(instance: Instance, *, time_limit: float | None, seed: int = 0,
         model, u, x, start, used = build_model(data, slots, scale, gpu_free, objective_cap,
                                                deadline)
     except TimeUp as exc:
-        return MethodOutput(None, Status.NO_SOLUTION, build_time=time.perf_counter() - t0,
-                            message=str(exc))
+        if hint is None or restricted or not _usable_warm_start(instance, data, hint,
+                                                                gpu_free):
+            return MethodOutput(None, Status.NO_SOLUTION, build_time=time.perf_counter() - t0,
+                                message=str(exc))
+        # the time ran out before CP-SAT could start: the checked warm start is the answer
+        return MethodOutput(hint, Status.FEASIBLE, upper, build_time=time.perf_counter() - t0,
+                            message=f"{exc}; the schedule is the warm start, unimproved",
+                            extra={"warm_start_returned": True, "hint_used": False})
     hint_used = None
     if hint is not None:
         hint_used = (_hint(model, data, hint, u, x, start, used, slots, gpu_free)
@@ -315,9 +322,11 @@ def solve_window(instance: Instance, *, time_limit: float | None, seed: int = 0,
         bound = (run.bound + slack) / scale
         if upper is not None and upper < bound:
             bound = upper
-    elif status is Status.NO_SOLUTION and hint_used:
+    elif status is Status.NO_SOLUTION and hint is not None and (hint_used or (
+            not restricted and _usable_warm_start(instance, data, hint, gpu_free))):
         # CP-SAT spent the time before its search (presolve of a large slot model); the
-        # warm start is a checked solution of this model, so it is the incumbent
+        # warm start is a checked solution of this model (or, when the time ran out before
+        # that check, of the problem: the validator passed it), so it is the incumbent
         decision, status, bound = hint, Status.FEASIBLE, None if restricted else upper
         message = ("CP-SAT found no solution in the time left; the schedule is the warm "
                    "start, unimproved")
@@ -338,6 +347,15 @@ def solve_window(instance: Instance, *, time_limit: float | None, seed: int = 0,
                                "exact_scale": exact_scale, "slots": slots,
                                "hint_used": hint_used,
                                "warm_start_returned": decision is hint and hint is not None})
+
+
+def _usable_warm_start(instance: Instance, data: InferenceData, hint: InferenceDecision,
+                       gpu_free: list[int] | None) -> bool:
+    """True when ``hint`` passes the validator and starts no batch before its GPU is free."""
+    if not validate(instance, hint).ok:
+        return False
+    free = gpu_free or [0] * len(data.gpu_ids)
+    return all(b.start >= free[data.gpu_index[b.gpu]] for b in hint.batches)
 
 
 def _read_decision(data: InferenceData, solver, u, x, start, slots,

@@ -41,8 +41,8 @@ so every L(λ) is a bound by the argument above; the master LP only chooses wher
 and it stops when the bound meets the master's value (the LP is then solved), meets a
 known schedule, or at the time limit.
 Float sums: the reported bound adds 1e-9 · (n + 1) to cover rounding of the sums.
-Only for ``delay_cv = 0`` (with noisy delays a batch may last any positive time, so the
-table durations bound nothing): otherwise an InputError.
+A decision's batches last their delay-table entries whatever ``delay_cv`` (the noise of
+simulated runs only), so the bound holds for every instance.
 """
 
 from __future__ import annotations
@@ -52,7 +52,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.problems.inference import (
     InferenceData,
@@ -115,10 +114,6 @@ def lagrangian_bound(data: InferenceData, *, gpu_free: list[int] | None = None,
     is built from λ (:func:`repair_schedule`); the best one is returned and its Σ Q
     raises ``lower``.
     """
-    if data.delay_cv > 0:
-        raise InputError(f"delay_cv = {data.delay_cv}: batch durations are not fixed, so the "
-                         "bound (which uses the delay table) does not hold",
-                         field="params.delay_cv", fix="use delay_cv = 0 for bounds")
     t0 = time.process_time()
     wall0 = time.perf_counter()
     n = data.num_queries

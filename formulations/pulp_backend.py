@@ -4,8 +4,9 @@ PuLP 3.3 reports a run stopped by its time limit with an incumbent as "Optimal";
 ``sol_status`` tells integer-feasible from optimal, so that is what is read here (for
 SCIP too: PuLP maps SCIP's ``timelimit`` with a solution to integer-feasible and only
 SCIP's ``optimal``, reached with gap limits 0, to optimal). Bounds: CBC's "Lower bound"
-log line, HiGHS's ``mip_dual_bound``, SCIP's ``getDualbound()``; PuLP hands none of the
-three the objective constant, so it is added back here. Models are minimizations.
+log line (printed rounded, so lowered by one unit of its last digit), HiGHS's
+``mip_dual_bound``, SCIP's ``getDualbound()``; PuLP hands none of the three the objective
+constant, so it is added back here. Models are minimizations.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -351,13 +353,21 @@ _BOUND = re.compile(r"^Lower bound:\s+(\S+)", re.MULTILINE)
 
 
 def _cbc_bound(log: str) -> float | None:
+    """CBC's lower bound, lowered by one unit of its last printed digit.
+
+    CBC prints the bound rounded to a few significant digits ("-62.368" for -62.36825), so
+    the printed number may lie above the true bound; one unit below it never does.
+    """
     match = _BOUND.search(log)
     if not match:
         return None
     try:
-        return float(match.group(1))
-    except ValueError:
+        printed = Decimal(match.group(1))
+    except InvalidOperation:
         return None
+    if not printed.is_finite() or abs(printed) >= Decimal("1e29"):  # CBC's "no bound"
+        return None
+    return float(printed - Decimal(1).scaleb(printed.as_tuple().exponent))
 
 
 OBJECTIVE_CONSTANT = "objective_constant"

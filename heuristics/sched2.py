@@ -34,7 +34,7 @@ from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.jobs import Job
 from dlsched.method_support import fifo_can_start, free_gpus_by_server, heuristic_method
-from dlsched.problems.sched2 import locality_slowdown, parse_sched2_params
+from dlsched.problems.sched2 import locality_slowdown, parse_sched2_params, submitted_part
 from dlsched.registry import BOOL, MethodSpec, register_method
 from dlsched.result import MethodOutput, Status
 from dlsched.state import ViewPolicy, register_view_policy
@@ -246,7 +246,7 @@ _SUMMARY = {
 
 def _method(rule: str):
     def run_rule(instance: Instance, **options) -> MethodOutput:
-        decision, delays = select(instance, rule, **options)
+        decision, delays = select(submitted_part(instance), rule, **options)
         extra = {"policy_state": delays} if rule == "dsif" else {}
         return MethodOutput(decision, Status.FEASIBLE, extra=extra)
 

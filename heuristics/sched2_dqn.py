@@ -15,6 +15,7 @@ from dlsched.errors import InputError
 from dlsched.heuristics.sched2_dqn_policy import dqn_decision, load_network, shipped_weights
 from dlsched.instance import Instance
 from dlsched.method_support import heuristic_method
+from dlsched.problems.sched2 import submitted_part
 from dlsched.registry import MethodSpec, register_method
 
 
@@ -23,7 +24,7 @@ def dqn(instance: Instance, *, weights: str | None = None) -> Decision:
     if weights is not None and not isinstance(weights, str | os.PathLike):
         raise InputError(f"weights = {weights!r}"[:80], field="options.weights",
                          fix="the path of a weights file, or leave it out for the shipped agent")
-    return dqn_decision(instance, load_network(weights or shipped_weights()))
+    return dqn_decision(submitted_part(instance), load_network(weights or shipped_weights()))
 
 
 register_method(MethodSpec("sched2", "dqn", "learned", heuristic_method(dqn, ("weights",)),

@@ -23,6 +23,7 @@ import numpy as np
 
 from dlsched.decision import Decision, Placement
 from dlsched.errors import InputError
+from dlsched.files import unique_keys
 from dlsched.heuristics.sched2 import ServerRoom
 from dlsched.heuristics.selection_features import (
     PROFILE_PLACEMENTS,
@@ -64,7 +65,7 @@ def load_network(path: str) -> NumpyQNetwork:
     """Weights saved by ``dlsched rl train sched2`` (safetensors, metadata ``shape``)."""
     tensors, meta = read_safetensors(path, "dlsched rl train sched2 --learner dqn")
     try:
-        return NumpyQNetwork(tensors, json.loads(meta["shape"]))
+        return NumpyQNetwork(tensors, json.loads(meta["shape"], object_pairs_hook=unique_keys))
     except (KeyError, ValueError) as exc:
         raise InputError(f"not a dlsched Q-network: {type(exc).__name__}: {exc}",
                          field="weights", fix="pass a file written by `dlsched rl train "

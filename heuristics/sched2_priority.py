@@ -31,7 +31,7 @@ from dlsched.heuristics.sched2 import start_in_order
 from dlsched.heuristics.weights import read_safetensors
 from dlsched.instance import Instance
 from dlsched.method_support import heuristic_method
-from dlsched.problems.sched2 import parse_sched2_params
+from dlsched.problems.sched2 import parse_sched2_params, submitted_part
 from dlsched.registry import MethodSpec, register_method
 
 FEATURES = (
@@ -160,6 +160,7 @@ def learned_priority(instance: Instance, *, weights: str | None = None,
         raise InputError(f"weights = {weights!r}"[:80], field="options.weights",
                          fix="the path of a weights file, or leave it out for the shipped one")
     scorer = load_scorer(str(weights) if weights else shipped_weights())
+    instance = submitted_part(instance)
     return start_in_order(instance, priority_order(instance, scorer, window))
 
 

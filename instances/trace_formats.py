@@ -243,10 +243,13 @@ def _philly_run(row: Row, record: Mapping[str, Any], context: ReadContext
     """(sum of the attempts' run times, most GPUs of one attempt)."""
     run, gpus = 0.0, 0
     for k, attempt in enumerate(row["attempts"]):
-        detail = attempt.get("detail") or []
+        detail = attempt.get("detail")
+        detail = [] if detail is None else detail  # absent or null: no placement recorded
         if not isinstance(detail, list) or not all(
-                isinstance(d, dict) and isinstance(d.get("gpus") or [], list) for d in detail):
-            raise BadRow(f"attempts[{k}].detail", "not a list of {ip, gpus} objects")
+                isinstance(d, dict) and isinstance(d.get("gpus", []), list | type(None))
+                and all(isinstance(g, str) for g in d.get("gpus") or []) for d in detail):
+            raise BadRow(f"attempts[{k}].detail", "not a list of {ip, gpus: [GPU names]} "
+                         "objects")
         gpus = max(gpus, sum(len(d.get("gpus") or []) for d in detail))
         if attempt.get("start_time") in _NO_TIME or attempt.get("end_time") in _NO_TIME:
             context.counts[_UNCOUNTED] += 1

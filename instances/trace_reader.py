@@ -31,7 +31,7 @@ from typing import Any, Literal
 import pandas as pd
 
 from dlsched.errors import InputError
-from dlsched.files import read_json
+from dlsched.files import MAX_BYTES, read_json
 
 from .trace_values import BadRow, number, timestamp
 
@@ -292,6 +292,9 @@ def _row(spec: TraceFormat, record: Mapping[str, Any], context: ReadContext) -> 
 
 def _value(step: Read, value: Any, context: ReadContext) -> Any:
     column, kind = step.column, step.kind
+    if isinstance(value, dict | list | bool):  # a JSON trace holds text or numbers here
+        raise BadRow(column, f"{type(value).__name__} where "
+                     f"{'a date-time' if kind == 'time' else 'text or a number'} belongs")
     if kind == "id":
         text = value.strip() if isinstance(value, str) else "" if value is None else str(value)
         if not text:
@@ -359,8 +362,13 @@ class _Collector:
 
 def _csv_rows(path: Path, spec: TraceFormat
               ) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
-    """(column names, iterator of (line number, fields)) of a delimited text file."""
+    """(column names, iterator of (line number, fields)) of a delimited text file (at most
+    :data:`dlsched.files.MAX_BYTES`, like every input file)."""
     try:
+        if path.stat().st_size > MAX_BYTES:
+            raise InputError(f"more than the {MAX_BYTES} bytes dlsched reads", field="(file)",
+                             fix="split the file, or check what was written to it",
+                             source=str(path))
         handle = path.open(newline="", encoding="utf-8")
     except FileNotFoundError:
         raise InputError("no such file", fix="check the path", source=str(path)) from None

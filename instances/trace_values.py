@@ -103,7 +103,15 @@ def timestamp(value: Any, column: str, tz: str) -> float:
     return seconds
 
 
+ISO_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?"
+                          r"(Z|[+-]\d{2}:?\d{2})?")
+"""The date-times a trace may hold (ISO 8601: ``2017-10-07 01:11:39``, with an optional
+``T``, fraction and zone); pandas alone would also read ``1,5`` or ``May`` as a date."""
+
+
 def _datetime(text: str, tz: str) -> float:
+    if not ISO_DATETIME.fullmatch(text):
+        raise ValueError(text)
     stamp = pd.Timestamp(text)
     if stamp is pd.NaT:
         raise ValueError(text)

@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 
 from .errors import InputError
+from .files import DuplicateKey, unique_keys
 from .solve import MAX_SEED
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -136,9 +137,13 @@ def parse_option_pairs(pairs: Sequence[str]) -> dict[str, object]:
                              fix="write --option name=value")
         key, value = pair.split("=", 1)
         try:
-            out[key] = json.loads(value, parse_constant=_no_constant, parse_float=_finite)
+            out[key] = json.loads(value, parse_constant=_no_constant, parse_float=_finite,
+                                  object_pairs_hook=unique_keys)
         except json.JSONDecodeError:
             out[key] = value
+        except DuplicateKey as exc:
+            raise InputError(f"option {key} names {exc.key!r} twice", field=f"--option {key}",
+                             fix="keep one value per key") from None
         except ValueError:  # NaN, Infinity, or a number too large for a float (1e400)
             raise InputError(f"option {key}={value[:40]} holds a number that is not finite",
                              field=f"--option {key}", fix="use finite numbers") from None

@@ -1,9 +1,11 @@
 """Reading and writing the package's JSON files (plain or gzip-compressed by their name).
 
 Every input file goes through :func:`read_json`, which enforces the limits documented in
-docs/formats.md ("Limits"): at most :data:`MAX_BYTES` of JSON text, nesting at most
-:data:`MAX_DEPTH` levels deep, no NaN or Infinity, every number finite with magnitude at
-most :data:`MAX_NUMBER` (integers at most :data:`MAX_INT`) and no subnormal float. Any
+docs/formats.md ("Limits"): at most :data:`MAX_BYTES` of JSON text (a gzip file also at
+most :data:`MAX_GZIP_RATIO` times its compressed size, decompressed in chunks and refused
+as soon as it passes), nesting at most :data:`MAX_DEPTH` levels deep, no key twice in one
+object, no NaN or Infinity, every number finite with magnitude at most :data:`MAX_NUMBER`
+(integers at most :data:`MAX_INT`) and no subnormal float. Any
 failure is an :class:`~dlsched.errors.InputError` naming the file (and the field, when
 there is one); nothing else escapes.
 """
@@ -41,6 +43,12 @@ MAX_INT = 2**53
 MIN_NORMAL = 2.2250738585072014e-308
 """Smallest positive normal float; non-zero numbers closer to zero are rejected."""
 
+MAX_GZIP_RATIO = 200
+"""Most a gzip file may expand (decompressed / compressed size, plus 1 MiB): the package's
+files expand about 20-fold; a gzip bomb is refused after a few dozen MB, not 256 MiB."""
+
+_CHUNK = 1 << 20
+
 
 T = TypeVar("T")
 
@@ -69,7 +77,11 @@ def read_json(path: str | Path) -> Any:
     try:
         # NaN, Infinity and overflowing literals (1e400) parse to non-finite floats here;
         # check_plain_values then refuses them, naming the field.
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKey as exc:
+        raise InputError(f"key {exc.key!r} appears twice in one object", field="(file)",
+                         fix="keep one value per key (JSON readers disagree on which wins)",
+                         source=str(p)) from None
     except json.JSONDecodeError as exc:
         raise InputError(
             f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}",
@@ -96,6 +108,43 @@ def read_json(path: str | Path) -> Any:
     return doc
 
 
+class DuplicateKey(ValueError):
+    """A JSON object names ``key`` twice."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key = key
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json`` ``object_pairs_hook``: the object as a dict; :class:`DuplicateKey` when a
+    key appears twice."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return out
+
+
+def _read_gzip(p: Path, compressed: int) -> bytearray:
+    """The decompressed bytes, read in chunks and refused once past the cap."""
+    cap = min(MAX_BYTES, MAX_GZIP_RATIO * compressed + _CHUNK)
+    data = bytearray()
+    with gzip.open(p, "rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            data += chunk
+            if len(data) > cap:
+                raise InputError(
+                    f"decompresses to more than {cap} bytes ({MAX_GZIP_RATIO} times its "
+                    f"size, at most {MAX_BYTES})", field="(file)",
+                    fix="a gzip bomb? decompress it yourself and pass the JSON",
+                    source=str(p))
+    return data
+
+
 def _read_text(p: Path) -> str:
     try:
         info = p.stat()
@@ -112,14 +161,7 @@ def _read_text(p: Path) -> str:
                 source=str(p),
             )
         if p.name.endswith(".gz"):
-            with gzip.open(p, "rb") as fh:
-                data = fh.read(MAX_BYTES + 1)
-            if len(data) > MAX_BYTES:
-                raise InputError(
-                    f"decompresses to more than the {MAX_BYTES} bytes dlsched reads",
-                    field="(file)", fix="split the file, or check what was written to it",
-                    source=str(p),
-                )
+            data = _read_gzip(p, size)
         else:
             with p.open("rb") as fh:  # bounded: a FIFO's size is unknown beforehand
                 data = fh.read(MAX_BYTES + 1)

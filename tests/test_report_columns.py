@@ -108,7 +108,7 @@ def test_printed_text(table, tmp_path):
 
 @pytest.mark.parametrize("name, method", [
     ("liquid-5n-s0", "firstfit"), ("horus-16x8-busy0.5-s0", "greedy"),
-    ("genie-4x4-snap-s0", "fifo"), ("sched2-15x8-200jobs-s0", "fifo"),
+    ("genie-4x4-snap-s0", "fifo"), ("sched2-15x8-snap-s0", "fifo"),
 ])
 def test_report_metrics_add_up_to_the_objective(name, method):
     from dlsched.benchmarks.library import load_manifest

@@ -51,6 +51,7 @@ from dlsched.gaps import OPTIMALITY_ABS, OPTIMALITY_GAP
 from dlsched.instance import Instance
 from dlsched.problems.rates import SpeedModel
 
+from ..backend import Deadline
 from .effectiveness import fine_unit, gains
 
 OBJECTIVES = ("makespan", "weighted_jct", "qos", "effectiveness")
@@ -136,8 +137,12 @@ def check_workload(workload: Instance) -> None:
                              fix=f"round it (CP-SAT weights are scaled by {WEIGHT_SCALE})")
 
 
-def job_modes(workload: Instance, speed: SpeedModel | None = None) -> list[list[Mode]]:
-    """The modes of every job, with durations from the speed model (default: the problem's)."""
+def job_modes(workload: Instance, speed: SpeedModel | None = None,
+              deadline: Deadline | None = None) -> list[list[Mode]]:
+    """The modes of every job, with durations from the speed model (default: the problem's).
+
+    ``deadline``: :class:`~dlsched.formulations.backend.TimeUp` once it passes (checked
+    per job)."""
     speed = speed or SpeedModel.default_for(workload.problem)
     bound = speed.bind(workload)
     cluster = workload.cluster
@@ -159,6 +164,8 @@ def job_modes(workload: Instance, speed: SpeedModel | None = None) -> list[list[
                 "servers); use a policy in the simulator for larger ones")
     out = []
     for i, job in enumerate(workload.jobs):
+        if deadline is not None:
+            deadline.check("computing the jobs' placement modes")
         if job.num_gpus is not None:
             shapes = _compositions(job.num_gpus, caps)
         else:

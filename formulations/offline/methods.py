@@ -44,7 +44,7 @@ from dlsched.registry import BOOL, MethodSpec, OptionRule, check_options, regist
 from dlsched.result import MethodOutput, Status
 from dlsched.validate import evaluate
 
-from ..backend import Deadline, check_exact_options
+from ..backend import Deadline, TimeUp, check_exact_options
 from ..cpsat_backend import CpSatRun, model_size, run_cpsat, write_proto
 from .bnb import branch_and_bound
 from .data import (
@@ -115,16 +115,19 @@ def default_bnb_share(data: OfflineData) -> float:
 
 def build_model(workload: Instance, objective: str, *, time_unit: float | None = None,
                 round_up: bool = True, symmetry: bool = True, bounds: bool = True,
-                modes: list[list[Mode]] | None = None) -> OfflineModel:
-    """The offline CP-SAT model of ``workload`` for ``objective`` (checks the workload)."""
+                modes: list[list[Mode]] | None = None,
+                deadline: Deadline | None = None) -> OfflineModel:
+    """The offline CP-SAT model of ``workload`` for ``objective`` (checks the workload).
+
+    ``deadline``: :class:`~dlsched.formulations.backend.TimeUp` once it passes."""
     if objective not in OBJECTIVES:
         raise InputError(f"objective {objective!r}", field="objective",
                          fix=f"use one of {OBJECTIVES}")
     check_workload(workload)
-    modes = modes if modes is not None else job_modes(workload)
+    modes = modes if modes is not None else job_modes(workload, deadline=deadline)
     grid = choose_grid(workload, modes, objective, time_unit)
     data = offline_data(workload, objective, grid, modes, round_up)
-    return OfflineModel(data, symmetry=symmetry, bounds=bounds)
+    return OfflineModel(data, symmetry=symmetry, bounds=bounds, deadline=deadline)
 
 
 def _bound(data: OfflineData, run: CpSatRun) -> float | None:
@@ -199,22 +202,26 @@ def solve_schedule(workload: Instance, objective: str, *, time_limit: float | No
     defaults = (EFFECTIVENESS_CPSAT_OPTIONS if objective == "effectiveness"
                 else DEFAULT_CPSAT_OPTIONS)
     options = {**defaults, **(solver_options or {})}
-    model = build_model(workload, objective, time_unit=time_unit, symmetry=bool(symmetry),
-                        bounds=bool(bounds))
-    data = model.data
+    try:
+        model = build_model(workload, objective, time_unit=time_unit,
+                            symmetry=bool(symmetry), bounds=bool(bounds), deadline=deadline)
+        data = model.data
+        if (initial_solution is None and objective in ("weighted_jct", "effectiveness")
+                and data.grid.exact):
+            # warm start for the sum objectives: a serial schedule in Smith's order.
+            # Measured (2 x 4 GPUs, 20 jobs, 60 s): seed 0 ends at 33,665 instead of
+            # 36,551 without it, seeds 1-3 prove as fast; on the fine-grid seed 4 CP-SAT
+            # never left the hinted schedule (43,855) while unhinted it proves 31,402 in
+            # 7 s; for makespan it misled the search.
+            initial_solution = timed_decision(workload, greedy_schedule(
+                workload, [list(ms) for ms in data.modes], deadline))
+        if initial_solution is not None:
+            _hint(model, initial_solution)
+    except TimeUp as exc:  # every stage shares the one deadline: building keeps it too
+        return MethodOutput(None, Status.NO_SOLUTION, message=str(exc),
+                            build_time=time.perf_counter() - deadline.start)
     share = 0.0 if objective != "weighted_jct" else (
         default_bnb_share(data) if bnb_share is None else float(bnb_share))
-    if (initial_solution is None and objective in ("weighted_jct", "effectiveness")
-            and data.grid.exact):
-        # warm start for the sum objective: a serial schedule in Smith's order. Measured
-        # (2 x 4 GPUs, 20 jobs, 60 s): seed 0 ends at 33,665 instead of 36,551 without it,
-        # seeds 1-3 prove as fast; on the fine-grid seed 4 CP-SAT never left the hinted
-        # schedule (43,855) while unhinted it proves 31,402 in 7 s; for makespan it
-        # misled the search.
-        initial_solution = timed_decision(
-            workload, greedy_schedule(workload, [list(ms) for ms in data.modes]))
-    if initial_solution is not None:
-        _hint(model, initial_solution)
     build = time.perf_counter() - deadline.start
     two = objective == "qos" and not data.grid.exact
     left = deadline.remaining()
@@ -237,7 +244,7 @@ def solve_schedule(workload: Instance, objective: str, *, time_limit: float | No
     if objective == "weighted_jct" and unproven:
         left = deadline.remaining()
         lp = lp_bound(workload, [list(ms) for ms in data.modes],
-                      time_limit=None if left is None else LP_SHARE * left)
+                      time_limit=None if left is None else LP_SHARE * left, deadline=deadline)
         extra["lp_bound"] = lp
     if share > 0 and unproven:
         cutoff = None if run.objective is None else round(run.objective)
@@ -261,9 +268,14 @@ def solve_schedule(workload: Instance, objective: str, *, time_limit: float | No
         if is_proven_optimal(evaluate(workload, decision, objective), bound):
             status = Status.OPTIMAL
     if two:
-        relax = build_model(workload, objective, time_unit=data.grid.unit, round_up=False,
-                            symmetry=bool(symmetry), bounds=bool(bounds),
-                            modes=[list(ms) for ms in data.modes])
+        try:
+            relax = build_model(workload, objective, time_unit=data.grid.unit,
+                                round_up=False, symmetry=bool(symmetry), bounds=bool(bounds),
+                                modes=[list(ms) for ms in data.modes], deadline=deadline)
+        except TimeUp:
+            return MethodOutput(decision, Status.FEASIBLE, None, model_size(model.model),
+                                build, run.log, "time limit reached while building the "
+                                "rounded-down relaxation", extra=extra)
         rrun = run_cpsat(relax.model, deadline.remaining(), seed, int(num_workers), options)
         extra["relaxation_solve_time"] = rrun.solve_time
         if rrun.status is Status.INFEASIBLE:

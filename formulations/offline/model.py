@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from ..backend import Deadline
 from .data import OfflineData
 
 
@@ -63,27 +64,36 @@ class Variables:
 
 
 class OfflineModel:
-    """Build the CP-SAT model of ``data``: ``OfflineModel(data, symmetry=, bounds=)``."""
+    """Build the CP-SAT model of ``data``: ``OfflineModel(data, symmetry=, bounds=)``.
 
-    def __init__(self, data: OfflineData, *, symmetry: bool = True, bounds: bool = True
-                 ) -> None:
+    ``deadline``: building raises :class:`~dlsched.formulations.backend.TimeUp` once it
+    passes (checked between constraint families and inside the long ones).
+    """
+
+    def __init__(self, data: OfflineData, *, symmetry: bool = True, bounds: bool = True,
+                 deadline: Deadline | None = None) -> None:
         self.data = data
+        self.deadline = deadline or Deadline(None)
         self.model = cp_model.CpModel()
         self.vars = self._variables()
+        self.deadline.check("building the offline model's variables")
         self.one_mode()
         self.server_capacity()
         self.cluster_capacity()
         self.makespan_definition()
+        self.deadline.check("building the offline model's capacities")
         if bounds:
             self.energy_bounds()
             if data.objective == "weighted_jct":
                 self.completion_bounds()
         if symmetry:
+            self.deadline.check("building the offline model's bounds")
             self.identical_jobs()
             self.identical_servers()
         if data.objective == "qos":
             self.deadlines()
         self.objective()
+        self.deadline.check("building the offline model")
 
     # ------------------------------------------------------------------ variables
     def _variables(self) -> Variables:
@@ -142,6 +152,7 @@ class OfflineModel:
         d, m, v = self.data, self.model, self.vars
         total = sum(d.capacity)
         for t in sorted(set(d.release)):
+            self.deadline.check("building the offline model's energy bounds")
             later = [j for j in range(d.num_jobs) if d.release[j] >= t]
             energy = sum(mode.gpus * dur * x for j in later
                          for mode, dur, x in zip(d.modes[j], d.durations[j], v.mode[j],
@@ -177,6 +188,7 @@ class OfflineModel:
             for a, b in zip(group, group[1:], strict=False):
                 equal = m.NewBoolVar(f"eq{a}_{b}")  # the vectors' prefix is equal
                 m.Add(equal == 1)
+                self.deadline.check("building the offline model's symmetry rules")
                 for j in range(d.num_jobs):
                     ga, gb = v.gpus_on(d, j, a), v.gpus_on(d, j, b)
                     if isinstance(ga, int) and isinstance(gb, int):

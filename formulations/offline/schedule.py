@@ -16,6 +16,7 @@ import numpy as np
 from dlsched.decision import Decision, Placement
 from dlsched.instance import Instance
 
+from ..backend import Deadline
 from .data import Mode
 
 
@@ -70,10 +71,13 @@ def timed_decision(workload: Instance, starts: dict[int, tuple[float, Mode]]) ->
     return Decision(tuple(placements))
 
 
-def greedy_schedule(workload: Instance, modes: list[list[Mode]]
-                    ) -> dict[int, tuple[float, Mode]]:
+def greedy_schedule(workload: Instance, modes: list[list[Mode]],
+                    deadline: Deadline | None = None) -> dict[int, tuple[float, Mode]]:
     """A warm start: jobs by Smith's ratio (weight / shortest duration, highest first), each
-    placed at the earliest time its mode with the earliest end fits (serial scheme)."""
+    placed at the earliest time its mode with the earliest end fits (serial scheme).
+
+    ``deadline``: :class:`~dlsched.formulations.backend.TimeUp` once it passes (checked
+    per job)."""
     caps = workload.cluster.node_gpu_count.tolist()
     jobs = workload.jobs
     order = sorted(range(len(jobs)), key=lambda j: (
@@ -81,6 +85,8 @@ def greedy_schedule(workload: Instance, modes: list[list[Mode]]
     placed: list[tuple[float, float, tuple[int, ...]]] = []
     out: dict[int, tuple[float, Mode]] = {}
     for j in order:
+        if deadline is not None:
+            deadline.check("building the warm start")
         release = jobs[j].submit_time
         times = sorted({release} | {e for _, e, _ in placed if e > release})
         best: tuple[float, Mode] | None = None

@@ -160,6 +160,22 @@ class Problem:
         """
         raise NotImplementedError
 
+    def snapshot_bound(self, instance: Instance) -> float | None:
+        """A bound on the objective of every valid decision that needs no solver.
+
+        Parameters
+        ----------
+        instance
+            The snapshot.
+
+        Returns
+        -------
+        float or None
+            An upper bound (``sense == "max"``) or lower bound (``"min"``) of the
+            snapshot's optimum; ``None`` when the problem has none (the default).
+        """
+        return None
+
     # ---- what a benchmark report shows (dlsched.benchmarks.report) ----
     report_gap: ClassVar[str] = "relative"
     """How the report states a run's distance to the best known value: ``"relative"``

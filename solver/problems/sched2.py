@@ -134,12 +134,86 @@ def parse_sched2_params(params: Mapping[str, Any]) -> Sched2Params:
     return Sched2Params(table)
 
 
+SUBMIT_TOL = 1e-9
+"""Seconds by which a job's submit time may exceed the snapshot time (float noise)."""
+
+
+def is_submitted(instance: Instance, job: Job) -> bool:
+    """True when ``job`` is in the queue at the snapshot time ``instance.time``.
+
+    A SCHED² instance is both a workload (every job with its submit time, for the offline
+    schedules and the simulator) and a snapshot at ``instance.time``: a snapshot decision
+    starts only jobs submitted by then.
+    """
+    return job.submit_time <= instance.time + SUBMIT_TOL
+
+
+def submitted_part(instance: Instance) -> Instance:
+    """``instance`` with only the jobs submitted by its time (itself when all are): what a
+    snapshot method may start."""
+    jobs = tuple(j for j in instance.jobs if is_submitted(instance, j))
+    return instance if len(jobs) == len(instance.jobs) else instance.replace(jobs=jobs)
+
+
 def placement_counts(instance: Instance, gpu_ids: Sequence[str]) -> np.ndarray:
     """GPUs per locality group (only groups used) of a placement given by GPU ids: the
     server, unless the topology graph's ``locality_level`` names another level."""
     c = instance.cluster
     groups = c.gpu_locality_group[[c.gpu_index[g] for g in gpu_ids]]
     return np.unique(groups, return_counts=True)[1]
+
+
+# ------------------------------------------------------------------- snapshot bound
+def _packed_counts(demand: int, idle_per_group: np.ndarray) -> list[int] | None:
+    """GPUs per group when ``demand`` fills the groups with the most idle GPUs first."""
+    counts, left = [], demand
+    for idle in sorted(idle_per_group.tolist(), reverse=True):
+        if left == 0:
+            break
+        take = min(idle, left)
+        if take > 0:
+            counts.append(take)
+            left -= take
+    return counts if left == 0 else None
+
+
+def effective_gpus_bound(instance: Instance) -> float:
+    """An upper bound on the effective GPUs (the SCHED² objective) of any valid decision.
+
+    The snapshot relaxed to a knapsack: each submitted job j is worth at most ``v_j =
+    num_gpus / s_j``, ``s_j`` the smallest locality slowdown any placement on the idle GPUs
+    can give it, and the started jobs' GPUs fit in the idle GPUs (memory, CPU and the other
+    jobs' placements relaxed). ``s_j`` comes from filling the locality groups with the most
+    idle GPUs first: the slowdown falls as Σ n_s² grows (:func:`remote_peer_share`), and a
+    convex sum under per-group caps is largest when the largest groups are filled first.
+    The knapsack is solved exactly by dynamic programming over idle GPU counts.
+
+    Parameters
+    ----------
+    instance
+        A SCHED² snapshot.
+
+    Returns
+    -------
+    float
+        The optimum of the knapsack relaxation (0 when no submitted job fits on the idle
+        GPUs).
+    """
+    params = parse_sched2_params(instance.params)
+    cluster = instance.cluster
+    idle_gpus = ~instance.gpu_busy
+    groups = cluster.gpu_locality_group[idle_gpus]
+    idle_per_group = np.unique(groups, return_counts=True)[1] if groups.size else np.zeros(0)
+    capacity = int(idle_gpus.sum())
+    best = np.zeros(capacity + 1)  # best[c]: most value with at most c GPUs
+    for job in submitted_part(instance).jobs:
+        need = int(job.num_gpus)
+        counts = _packed_counts(need, idle_per_group) if need <= capacity else None
+        if counts is None:
+            continue
+        value = need / locality_slowdown(params.sensitivity(job.model), counts)
+        best[need:] = np.maximum(best[need:], best[:capacity + 1 - need] + value)
+    return float(best[capacity])
 
 
 class Sched2Problem(Problem):
@@ -201,7 +275,7 @@ class Sched2Problem(Problem):
                                  fix="a solo run time > 0 seconds")
 
     def check_decision(self, instance: Instance, decision: Decision) -> list[Violation]:
-        """A snapshot placement starts at the snapshot time.
+        """A snapshot placement starts at the snapshot time, and only a submitted job.
 
         Parameters
         ----------
@@ -213,16 +287,36 @@ class Sched2Problem(Problem):
         Returns
         -------
         list of Violation
-            One ``start`` violation per untimed placement starting at another time.
+            One ``start`` violation per untimed placement starting at another time, one
+            ``release`` violation per job started before its submit time.
         """
         out = []
         for p in decision.placements:
             if p.end is not None:
                 continue  # a timed placement of a schedule: the validator's schedule rules
+            job = instance.job(p.job)
+            if not is_submitted(instance, job):
+                out.append(Violation("release", p.job, f"submitted at {job.submit_time:g}, "
+                                     f"after the snapshot time {instance.time:g}"))
             if p.start is not None and abs(p.start - instance.time) > 1e-9:
                 out.append(Violation("start", p.job, f"start {p.start} is not the snapshot "
                                                      f"time {instance.time}"))
         return out
+
+    def snapshot_bound(self, instance: Instance) -> float:
+        """The knapsack bound of :func:`effective_gpus_bound`.
+
+        Parameters
+        ----------
+        instance
+            The snapshot.
+
+        Returns
+        -------
+        float
+            An upper bound on the effective GPUs any valid decision starts.
+        """
+        return effective_gpus_bound(instance)
 
     schedule_objectives = {"makespan": "min", "weighted_jct": "min", "qos": "max",
                            "effectiveness": "max"}

@@ -19,7 +19,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ..errors import InputError
-from ..files import atomic_path
+from ..files import atomic_path, unique_keys
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ class Agent:
         try:
             with safe_open(str(p), framework="pt") as handle:
                 meta = handle.metadata() or {}
-            shape = NetShape(**json.loads(meta["shape"]))
+            shape = NetShape(**json.loads(meta["shape"], object_pairs_hook=unique_keys))
             net = QNetwork(shape)
             net.load_state_dict(load_file(str(p)))
         except (KeyError, ValueError, TypeError, RuntimeError, OSError, SafetensorError) as exc:
@@ -111,7 +111,7 @@ class Agent:
 
         with safe_open(str(path), framework="pt") as handle:
             meta = handle.metadata() or {}
-        return {k: json.loads(v) for k, v in meta.items()}
+        return {k: json.loads(v, object_pairs_hook=unique_keys) for k, v in meta.items()}
 
 
 # ----------------------------------------------------------------------------- training

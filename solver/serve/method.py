@@ -2,10 +2,11 @@
 
 ``solve(window, "heuristic")`` means: replay the window's query stream in the serving
 simulator (:func:`dlsched.serve.serve`) under the policy, with the seed of the call and
-the instance's ``delay_cv``, and return the batches it ran as the decision (status
-feasible: a policy proves no bound). ``dlsched simulate`` runs the same policy object on a
-whole workload (:func:`dlsched.serve.run.run_policy`), so a method and a simulated policy
-are one thing chosen by one name.
+the delay table's durations (a decision's batches last their table entries; the
+instance's ``delay_cv`` is the noise of ``dlsched simulate`` runs), and return the batches
+it ran as the decision (status feasible: a policy proves no bound). ``dlsched simulate``
+runs the same policy object on a whole workload (:func:`dlsched.serve.run.run_policy`), so
+a method and a simulated policy are one thing chosen by one name.
 """
 
 from __future__ import annotations
@@ -64,8 +65,10 @@ class PolicyMethod:
     def __call__(self, instance: Instance, *, backend: str | None = None,
                  time_limit: float | None = None, seed: int = 0, **options: Any
                  ) -> MethodOutput:
-        """Replay ``instance`` under the policy; its batches are the decision."""
-        run = serve(instance, self.policy(instance, seed=seed, **options), seed=seed)
+        """Replay ``instance`` under the policy with the table's delays; its batches are
+        the decision."""
+        run = serve(instance, self.policy(instance, seed=seed, **options), seed=seed,
+                    noise_cv=0.0)
         return MethodOutput(run.decision(), Status.FEASIBLE,
                             extra={"decisions": run.decisions,
                                    "dropped": int(run.dropped.sum())})

@@ -10,7 +10,7 @@ How an inference instance maps onto the package's types
        "models": {"full": {"kappa": 1.0,
                            "delay_ms": {"g2": {"1": 106, ..., "64": null}, "p2": {...}}},
                   "tiny": {...}},
-       "delay_cv": 0.0,            # optional: coefficient of variation of batch delays
+       "delay_cv": 0.0,            # optional: delay noise of simulated runs (CV)
        "bin_ms": 200,              # optional: deadline-bin width of the serving queue
        "queries": {"arrival_ms": [...], "soft_ms": [...], "hard_ms": [...],
                    "size": [...]}}  # size optional
@@ -25,9 +25,10 @@ How an inference instance maps onto the package's types
 
 Batch rules: ``n = len(queries) >= 1`` runs at the smallest listed batch size ``b >= n``
 that the model supports on the GPU's type (padding); its duration ``end - start`` is that
-table entry when ``delay_cv == 0`` (any positive duration otherwise: noisy runs record the
-delay drawn); batches on one GPU do not overlap; every query is served at most once, and
-not before it arrives.
+table entry, whatever ``delay_cv`` (the delay noise of simulated runs, ``dlsched simulate``:
+a run's measurements, not a decision; a decision never chooses its own durations);
+batches on one GPU do not overlap; every query is served at most once, and not before it
+arrives.
 
 Objective (Eq. 1, maximized): Σ over served queries of κ_M · V(t_end), V = 1 up to the
 soft deadline, falling linearly to 0 at the hard deadline (a step when they coincide).
