@@ -52,7 +52,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
     from .library import load_manifest
     from .report import console_table
-    from .runner import FAILED, BenchSettings, read_table, run_bench
+    from .results_table import read_table
+    from .runner import FAILED, BenchSettings, run_bench
     from .suites import load_spec, suite_dir
 
     directory = suite_dir(args.suite, args.library)
@@ -99,7 +100,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 def _cmd_report(args: argparse.Namespace) -> int:
     from .report import write_report
-    from .runner import read_table
+    from .results_table import read_table
 
     path = Path(args.input)
     if not path.is_file():

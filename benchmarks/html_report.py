@@ -191,7 +191,7 @@ def write_html(out_dir: str | Path, title: str, intro: Sequence[str],
 
 def bench_page(table: pd.DataFrame, out_dir: str | Path, *, tol: float,
                title: str = "Benchmark report") -> Path:
-    """The page of a results table (:func:`dlsched.benchmarks.runner.read_table`)."""
+    """The page of a results table (:func:`dlsched.benchmarks.results_table.read_table`)."""
     from .report import group_reports
 
     groups = group_reports(table, tol)

@@ -71,7 +71,7 @@ def summarize(table: pd.DataFrame, tol: float = SOLVED_TOL) -> pd.DataFrame:
     Parameters
     ----------
     table
-        A results table (columns of :data:`dlsched.benchmarks.runner.COLUMNS`; ``metrics``
+        A results table (columns of :data:`dlsched.benchmarks.results_table.COLUMNS`; ``metrics``
         optional).
     tol
         Relative distance to the reference at which a run counts as reaching it.
@@ -373,7 +373,7 @@ def write_report(table: pd.DataFrame, out_dir: str | Path, *, tol: float = SOLVE
     Parameters
     ----------
     table
-        A results table (:func:`dlsched.benchmarks.runner.read_table`).
+        A results table (:func:`dlsched.benchmarks.results_table.read_table`).
     out_dir
         Folder to write into (created).
     tol

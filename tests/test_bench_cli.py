@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from dlsched.benchmarks.runner import read_table
+from dlsched.benchmarks.results_table import read_table
 from dlsched.cli import main
 
 

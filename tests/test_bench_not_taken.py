@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dlsched.benchmarks.runner import COLUMNS, read_table
+from dlsched.benchmarks.results_table import COLUMNS, read_table
 
 DLSCHED = [sys.executable, "-m", "dlsched.cli"]
 

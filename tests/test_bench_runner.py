@@ -12,7 +12,8 @@ import pytest
 from dlsched import save_instance, solve
 from dlsched.benchmarks.build import build_suite
 from dlsched.benchmarks.library import load_manifest
-from dlsched.benchmarks.runner import COLUMNS, BenchSettings, gap_to_best, read_table, run_bench
+from dlsched.benchmarks.results_table import COLUMNS, read_table
+from dlsched.benchmarks.runner import BenchSettings, gap_to_best, run_bench
 from dlsched.registry import _METHODS, MethodSpec, register_method
 from dlsched.result import MethodOutput
 from dlsched.validate import evaluate

@@ -20,13 +20,14 @@ from conftest import readable_dir
 from dlsched import solve
 from dlsched.benchmarks.build import build_suite
 from dlsched.benchmarks.library import Offer, load_manifest
-from dlsched.benchmarks.runner import COLUMNS, _Writer, read_table, store_best
+from dlsched.benchmarks.results_table import COLUMNS, TableWriter, read_table
+from dlsched.benchmarks.runner import store_best
 
 WRITERS, ROWS = 4, 8
 
 
 def _add_rows(path: str, writer: int) -> None:
-    out = _Writer(Path(path))
+    out = TableWriter(Path(path))
     for k in range(ROWS):
         row = dict.fromkeys(COLUMNS)
         row.update(instance_sha256=f"sha{writer}", method="m", backend="", seed=k,

@@ -20,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dlsched.benchmarks.fuzz import Chooser, make_seeds, mutate, run_mutant
+from dlsched.benchmarks.fuzz import Chooser, mutate, run_mutant
+from dlsched.benchmarks.fuzz_seeds import make_seeds
 
 SETTINGS = dict(deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from dlsched.benchmarks.fuzz import make_seeds
+from dlsched.benchmarks.fuzz_seeds import make_seeds
 from dlsched.decision import Decision
 from dlsched.instance_io import instance_from_dict
 from dlsched.solution_io import solution_decision
