@@ -84,14 +84,15 @@ class ServerRoom:
 
     def __init__(self, instance: Instance) -> None:
         self.free = free_gpus_by_server(instance)
+        self.counts = np.fromiter(map(len, self.free), dtype=np.int64, count=len(self.free))
         cpu_used, ram_used = instance.node_usage
         self.cpu = instance.cluster.node_cpu - cpu_used
         self.ram = instance.cluster.node_ram_gb - ram_used
         self.node_of = instance.cluster.gpu_node
 
     def usable(self, job: Job) -> np.ndarray:
-        """GPUs per server that ``job`` may take now."""
-        counts = np.fromiter((len(f) for f in self.free), dtype=np.int64, count=len(self.free))
+        """GPUs per server that ``job`` may take now (read-only: do not change it)."""
+        counts = self.counts
         for need, left in ((job.cpu_per_gpu, self.cpu), (job.ram_gb_per_gpu, self.ram)):
             if need > 0:
                 # a hair below what the validator allows (+1e-6), so a fit is never refused
@@ -107,6 +108,7 @@ class ServerRoom:
         for g in gpus:
             s = self.node_of[g]
             self.free[s].remove(g)
+            self.counts[s] -= 1
             self.cpu[s] -= job.cpu_per_gpu
             self.ram[s] -= job.ram_gb_per_gpu
 

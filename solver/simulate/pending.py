@@ -30,6 +30,7 @@ class PendingQueue:
         self.demand: Counter[int] = Counter()
         self.version = 0
         self._cache: tuple[int, tuple[Job, ...]] | None = None
+        self._index: tuple[int, dict[str, int]] | None = None
 
     def __len__(self) -> int:
         return len(self._pos)
@@ -86,6 +87,12 @@ class PendingQueue:
         if self._cache is None or self._cache[0] != self.version:
             self._cache = (self.version, tuple(self._jobs[i] for i in self))
         return self._cache[1]
+
+    def job_index(self) -> dict[str, int]:
+        """Job id -> position in :meth:`jobs` (cached until the queue changes; read-only)."""
+        if self._index is None or self._index[0] != self.version:
+            self._index = (self.version, {job.id: i for i, job in enumerate(self.jobs())})
+        return self._index[1]
 
     def min_demand(self) -> int | None:
         """Smallest GPU count among pending jobs with a fixed demand (None if none)."""
