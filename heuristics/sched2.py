@@ -25,7 +25,7 @@ agent of the paper sees J = 10).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -320,13 +320,13 @@ def _packing_live(view, demand: int, taken: dict[int, int], left_total: int
     return chosen, local
 
 
-def fifo_live(view, *, backfill: bool = False) -> Decision:
-    """``fifo`` with packing on the simulator's live view (same decision as on a snapshot)."""
+def _start_live(view, ordered: Iterable[Job], backfill: bool) -> Decision:
+    """:func:`_start_in_order` (no delays) with packing on the live view."""
     taken: dict[int, int] = {}
     left_total = view.idle_count
     ids = view.cluster.gpu_ids
     placed = []
-    for job in view.queue():
+    for job in ordered:
         got = _packing_live(view, job.num_gpus, taken, left_total)
         if got is None:
             if backfill:
@@ -340,6 +340,38 @@ def fifo_live(view, *, backfill: bool = False) -> Decision:
     return Decision.of(placed)
 
 
+def fifo_live(view, *, backfill: bool = False) -> Decision:
+    """``fifo`` with packing on the simulator's live view (same decision as on a snapshot)."""
+    return _start_live(view, view.queue(), backfill)
+
+
+# the static rules' keys before (arrival, queue position), as in select()
+_LIVE_KEYS: dict[str, Callable[[Job], float]] = {
+    "sif": lambda job: job.duration,
+    "lrf": lambda job: job.num_gpus,
+    "spf": lambda job: job.num_gpus * job.duration,
+}
+
+
+def _sorted_live(rule: str):
+    key = _LIVE_KEYS[rule]
+
+    def decide(view, *, backfill: bool = False) -> Decision:
+        queue = list(view.queue())
+        order = sorted(range(len(queue)),
+                       key=lambda i: (key(queue[i]), queue[i].submit_time, i))
+        return _start_live(view, (queue[i] for i in order), backfill)
+
+    decide.__doc__ = f"``{rule}`` with packing on the live view (same decision as on a snapshot)."
+    return decide
+
+
+def some_job_fits(view, *, backfill: bool = False) -> bool:
+    """A sorted rule's ``can_start``: some waiting job's GPU count fits the idle GPUs."""
+    low = view.min_demand()
+    return low is not None and low <= view.idle_count
+
+
 def _gpus_only(workload: Instance) -> bool:
     """The fast form places by idle GPUs alone: no job may have CPU or RAM shares."""
     return not any(j.cpu_per_gpu or j.ram_gb_per_gpu for j in workload.jobs)
@@ -347,3 +379,6 @@ def _gpus_only(workload: Instance) -> bool:
 
 register_view_policy(ViewPolicy("sched2", "fifo", fifo_live, fifo_can_start,
                                 frozenset({"backfill"}), _gpus_only))
+for _rule in _LIVE_KEYS:
+    register_view_policy(ViewPolicy("sched2", _rule, _sorted_live(_rule), some_job_fits,
+                                    frozenset({"backfill"}), _gpus_only))
