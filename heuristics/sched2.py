@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from operator import attrgetter
 
 import numpy as np
 
@@ -185,17 +186,19 @@ def select(instance: Instance, rule: str, *, backfill: bool = False, window: int
     delays = dict(policy_state or {})
     placed: list[tuple[Job, list[int]]] = []
 
-    static: dict[str, Callable[[tuple[int, Job]], tuple]] = {
-        "fifo": lambda ij: (ij[1].submit_time, ij[0]),
-        "sif": lambda ij: (ij[1].duration, ij[1].submit_time, ij[0]),
-        "dsif": lambda ij: (ij[1].duration, ij[1].submit_time, ij[0]),
-        "lrf": lambda ij: (ij[1].num_gpus, ij[1].submit_time, ij[0]),
-        "spf": lambda ij: (ij[1].num_gpus * ij[1].duration, ij[1].submit_time, ij[0]),
+    # keys before (arrival, queue position): ``jobs`` is in queue order (with a window, in
+    # (arrival, position) order), so a stable sort on (key, arrival) breaks the last ties
+    static: dict[str, Callable[[Job], tuple]] = {
+        "sif": attrgetter("duration", "submit_time"),
+        "dsif": attrgetter("duration", "submit_time"),
+        "lrf": attrgetter("num_gpus", "submit_time"),
+        "spf": lambda job: (job.num_gpus * job.duration, job.submit_time),
     }
-    if rule in static:
+    if rule == "fifo" or rule in static:
         # the queue is in submission order, so FIFO needs no sort
-        ordered = jobs if rule == "fifo" else sorted(jobs, key=static[rule])
-        placed = _start_in_order([job for _, job in ordered], room, per_server,
+        queue = [job for _, job in jobs]
+        ordered = queue if rule == "fifo" else sorted(queue, key=static[rule])
+        placed = _start_in_order(ordered, room, per_server,
                                  backfill=backfill, delays=delays if rule == "dsif" else None)
     elif rule == "saf":
         remaining = dict(jobs)
@@ -230,8 +233,10 @@ def select(instance: Instance, rule: str, *, backfill: bool = False, window: int
     else:
         raise InputError(f"unknown rule {rule!r}", field="rule", fix=f"use {RULES}")
     decision = _decision(instance, placed)
+    if not delays:
+        return decision, delays
     started = {job.id for job, _ in placed}
-    pending = {j.id for j in instance.jobs}
+    pending = instance.job_index
     return decision, {k: v for k, v in delays.items() if k in pending and k not in started}
 
 

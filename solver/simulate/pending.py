@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from itertools import compress
 
 from ..jobs import Job
 
@@ -85,7 +86,9 @@ class PendingQueue:
     def jobs(self) -> tuple[Job, ...]:
         """The pending jobs in arrival order (cached until the queue changes)."""
         if self._cache is None or self._cache[0] != self.version:
-            self._cache = (self.version, tuple(self._jobs[i] for i in self))
+            h = self._head
+            self._cache = (self.version, tuple(map(
+                self._jobs.__getitem__, compress(self._order[h:], self._alive[h:]))))
         return self._cache[1]
 
     def job_index(self) -> dict[str, int]:
