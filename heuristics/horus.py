@@ -139,14 +139,10 @@ def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
     misfits = Misfits()
     per_node = int(cluster.node_gpu_count.max())
     placed = []
-    # Eq. 7 of every picked job on every GPU once; after a placement only the columns of
-    # the GPUs it took change (the formula is elementwise), so only those are recomputed.
+    # Eq. 7 of a job on every GPU, on the live state of the round, when the job is tried
+    # (the formula is elementwise: the same numbers as a table updated after each placement)
     cap = cluster.gpu_mem_gb
-    job_util = np.array([jobs[j].gpu_util for j in picked])
-    job_mem = np.array([jobs[j].gpu_mem_gb for j in picked])
-    table = share_costs(p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
-                        job_util, job_mem)
-    for r, j in enumerate(picked):
+    for j in picked:
         job = jobs[j]
         if misfits.excludes(job):
             continue
@@ -159,17 +155,14 @@ def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
             misfits.add(job)
             continue
         candidates = np.flatnonzero(fits & node_ok[cluster.gpu_node])
-        chosen = _cheapest_gpus(state, job, table[r], candidates, room)
+        costs = share_costs(p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
+                            np.array([job.gpu_util]), np.array([job.gpu_mem_gb]))[0]
+        chosen = _cheapest_gpus(state, job, costs, candidates, room)
         if chosen is None:
             misfits.add(job)
         else:
             state.place(job, chosen)
             placed.append((j, chosen))
-            if r + 1 < len(picked):
-                cols = np.asarray(chosen, dtype=np.int64)
-                table[r + 1:, cols] = share_costs(
-                    p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
-                    job_util[r + 1:], job_mem[r + 1:], gpus=cols)
     return decision_from_indices(instance, placed)
 
 
