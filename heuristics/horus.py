@@ -139,8 +139,9 @@ def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
     misfits = Misfits()
     per_node = int(cluster.node_gpu_count.max())
     placed = []
-    # Eq. 7 of a job on every GPU, on the live state of the round, when the job is tried
-    # (the formula is elementwise: the same numbers as a table updated after each placement)
+    # Eq. 7 of a job on its candidate GPUs, on the live state of the round, when the job is
+    # tried (the formula is elementwise: the same numbers as a table updated after each
+    # placement)
     cap = cluster.gpu_mem_gb
     for j in picked:
         job = jobs[j]
@@ -155,8 +156,10 @@ def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
             misfits.add(job)
             continue
         candidates = np.flatnonzero(fits & node_ok[cluster.gpu_node])
-        costs = share_costs(p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
-                            np.array([job.gpu_util]), np.array([job.gpu_mem_gb]))[0]
+        costs = np.empty(cluster.num_gpus)  # read only at the candidates
+        costs[candidates] = share_costs(
+            p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
+            np.array([job.gpu_util]), np.array([job.gpu_mem_gb]), gpus=candidates)[0]
         chosen = _cheapest_gpus(state, job, costs, candidates, room)
         if chosen is None:
             misfits.add(job)
