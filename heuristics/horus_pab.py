@@ -24,7 +24,8 @@ a time to be called again even with nothing pending; ``dlsched.simulate.engine``
 * A requeued job is placed only on idle GPUs afterwards (our choice: it guarantees that a
   job is requeued at most once, so the policy cannot loop).
 
-State between rounds (``policy_state``): the open probes and the requeued jobs.
+State between rounds (``policy_state``): the open probes and the requeued jobs that still
+wait (a job requeued again is added again).
 """
 
 from __future__ import annotations
