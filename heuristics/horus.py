@@ -28,7 +28,7 @@ from dlsched.jobs import Job
 from dlsched.method_support import decision_from_indices, fifo_can_start, heuristic_method
 from dlsched.problems.horus import parse_horus_params, share_costs
 from dlsched.registry import BOOL, MethodSpec, register_method
-from dlsched.state import ClusterState, ViewPolicy, register_view_policy
+from dlsched.state import EPS, ClusterState, ViewPolicy, register_view_policy
 
 from .kmeans import kmeans_l1, normalize_columns
 
@@ -82,6 +82,8 @@ def _cheapest_gpus(state: ClusterState, job: Job, cost_row: np.ndarray,
     """λ GPUs from ``candidates`` in ascending cost (ties: lower index), within each
     server's CPU/RAM room (``room``: ``state.node_room(job)`` when the caller has it; it is
     not modified)."""
+    if len(candidates) < job.num_gpus:
+        return None
     node_of = state.instance.cluster.gpu_node
     room = (state.node_room(job) if room is None else room).copy()
     costs = cost_row[candidates]
@@ -114,42 +116,56 @@ def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
     jobs = instance.jobs
     if not jobs:
         return Decision()
-    labels = kmeans_l1(normalize_columns(job_features(jobs)), k, seed)
-    waits = np.array([max(0.0, instance.time - j.submit_time) for j in jobs])
-    queue_lists = [np.flatnonzero(labels == q).tolist() for q in range(labels.max() + 1)]
-    picked = weighted_fair_pick(queue_lists, waits, beta)
-    picked.sort(key=lambda j: (-waits[j], j))
-
+    waits = np.maximum(0.0, instance.time - np.fromiter(
+        (j.submit_time for j in jobs), dtype=float, count=len(jobs)))
     cluster = instance.cluster
     state = ClusterState.of(instance)
+    # jobs that cannot find GPUs this round are skipped (they change nothing; the Eq. 7
+    # rows of the others do not depend on them)
+    hopeful = may_fit(state, jobs)
+    if beta >= len(jobs):
+        # every job is picked whatever the queues, so the clustering cannot change the
+        # round: longest waiting first (ties: queue order), as below
+        picked = np.flatnonzero(hopeful)
+        picked = picked[np.argsort(-waits[picked], kind="stable")].tolist()
+    else:
+        labels = kmeans_l1(normalize_columns(job_features(jobs)), k, seed)
+        queue_lists = [np.flatnonzero(labels == q).tolist() for q in range(labels.max() + 1)]
+        picked = weighted_fair_pick(queue_lists, waits, beta)
+        picked.sort(key=lambda j: (-waits[j], j))
+        picked = [j for j in picked if hopeful[j]]
+    if not picked:
+        return Decision()
+    misfits = Misfits()
     per_node = int(cluster.node_gpu_count.max())
     placed = []
-    # Eq. 7 of every picked job on every GPU once; after a placement only the columns of
-    # the GPUs it took change (the formula is elementwise), so only those are recomputed.
+    # Eq. 7 of a job on its candidate GPUs, on the live state of the round, when the job is
+    # tried (the formula is elementwise: the same numbers as a table updated after each
+    # placement)
     cap = cluster.gpu_mem_gb
-    job_util = np.array([jobs[j].gpu_util for j in picked])
-    job_mem = np.array([jobs[j].gpu_mem_gb for j in picked])
-    table = share_costs(p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
-                        job_util, job_mem)
-    for r, j in enumerate(picked):
+    for j in picked:
         job = jobs[j]
+        if misfits.excludes(job):
+            continue
         fits = state.gpu_fits(job)
         room = state.node_room(job)
         node_ok = np.zeros(cluster.num_nodes, dtype=bool)
         node_ok[cluster.gpu_node[fits]] = True
         node_ok &= room >= 1
         if node_ok.sum() < math.ceil(job.num_gpus / per_node):
+            misfits.add(job)
             continue
         candidates = np.flatnonzero(fits & node_ok[cluster.gpu_node])
-        chosen = _cheapest_gpus(state, job, table[r], candidates, room)
-        if chosen is not None:
+        costs = np.empty(cluster.num_gpus)  # read only at the candidates
+        costs[candidates] = share_costs(
+            p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
+            np.array([job.gpu_util]), np.array([job.gpu_mem_gb]), gpus=candidates)[0]
+        chosen = _cheapest_gpus(state, job, costs, candidates, room)
+        if chosen is None:
+            misfits.add(job)
+        else:
             state.place(job, chosen)
             placed.append((j, chosen))
-            if r + 1 < len(picked):
-                cols = np.asarray(chosen, dtype=np.int64)
-                table[r + 1:, cols] = share_costs(
-                    p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
-                    job_util[r + 1:], job_mem[r + 1:], gpus=cols)
     return decision_from_indices(instance, placed)
 
 
@@ -169,16 +185,69 @@ def fifo(instance: Instance, *, backfill: bool = False) -> Decision:
     return decision_from_indices(instance, placed)
 
 
+def may_fit(state: ClusterState, jobs: tuple[Job, ...]) -> np.ndarray:
+    """Per job, a necessary condition for finding its GPUs in this round: a job without
+    CPU or RAM shares needs ``num_gpus`` GPUs whose free memory takes its share (as
+    :meth:`ClusterState.gpu_fits`); a placement only takes memory, so a job that fails this
+    at the round's start fails it all round. Jobs with CPU or RAM shares always pass."""
+    if not jobs:
+        return np.zeros(0, dtype=bool)
+    rows = np.array([(j.gpu_mem_gb or 0.0, j.num_gpus, j.cpu_per_gpu > 0 or j.ram_gb_per_gpu > 0)
+                     for j in jobs], dtype=float)
+    free = np.sort(state.free_mem)
+    # GPUs with free memory >= mem - EPS, the test of gpu_fits
+    enough = len(free) - np.searchsorted(free, rows[:, 0] - EPS, side="left")
+    return (enough >= rows[:, 1]) | (rows[:, 2] > 0)
+
+
+class Misfits:
+    """Job shapes that found no GPUs in this round.
+
+    A placement only takes memory, CPU and RAM, so a job that asks at least as much GPU
+    memory and as many GPUs as one that failed, with the same CPU and RAM per GPU (and the
+    same ``kind``, e.g. idle GPUs only), cannot fit later in the round either
+    (:func:`_cheapest_gpus` fails exactly when the servers' room over the GPUs with enough
+    memory is under the GPU count).
+    """
+
+    def __init__(self) -> None:
+        # per (CPU, RAM per GPU, kind): the minimal failed (GPU memory, GPU count) pairs
+        self._least: dict[tuple, list[tuple[float, int]]] = {}
+
+    def excludes(self, job: Job, kind: object = None) -> bool:
+        """Whether ``job`` asks at least as much as a failed shape of its kind."""
+        least = self._least.get((job.cpu_per_gpu, job.ram_gb_per_gpu, kind))
+        if not least:
+            return False
+        mem, n = job.gpu_mem_gb or 0.0, job.num_gpus
+        return any(m <= mem and k <= n for m, k in least)
+
+    def add(self, job: Job, kind: object = None) -> None:
+        """Record that ``job`` found no GPUs."""
+        key = (job.cpu_per_gpu, job.ram_gb_per_gpu, kind)
+        mem, n = job.gpu_mem_gb or 0.0, job.num_gpus
+        least = [(m, k) for m, k in self._least.get(key, ()) if not (mem <= m and n <= k)]
+        least.append((mem, n))
+        self._least[key] = least
+
+
 def obp(instance: Instance) -> Decision:
     """Opportunistic bin packing: any GPU with enough free memory, least loaded first."""
     state = ClusterState.of(instance)
     placed = []
-    for j, job in enumerate(instance.jobs):
+    misfits = Misfits()
+    jobs = instance.jobs
+    for j in np.flatnonzero(may_fit(state, jobs)).tolist():
+        job = jobs[j]
+        if misfits.excludes(job):
+            continue
         candidates = np.flatnonzero(state.gpu_fits(job))
         chosen = _cheapest_gpus(state, job, -state.free_mem, candidates)
         if chosen is not None:
             state.place(job, chosen)
             placed.append((j, chosen))
+        else:
+            misfits.add(job)
     return decision_from_indices(instance, placed)
 
 

@@ -24,11 +24,13 @@ a time to be called again even with nothing pending; ``dlsched.simulate.engine``
 * A requeued job is placed only on idle GPUs afterwards (our choice: it guarantees that a
   job is requeued at most once, so the policy cannot loop).
 
-State between rounds (``policy_state``): the open probes and the requeued jobs.
+State between rounds (``policy_state``): the open probes and the requeued jobs that still
+wait (a job requeued again is added again).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -40,7 +42,7 @@ from dlsched.registry import BOOL, MethodSpec, register_method
 from dlsched.result import MethodOutput, Status
 from dlsched.state import ClusterState
 
-from .horus import _cheapest_gpus
+from .horus import Misfits, _cheapest_gpus, may_fit
 
 EPS = 1e-9
 
@@ -79,17 +81,24 @@ def pab(instance: Instance, *, warmup_s: float = 30.0, threshold: float = 0.5,
     probes: dict[str, list] = {k: list(v) for k, v in state_in.get("probes", {}).items()}
     requeued: set[str] = set(state_in.get("requeued", ()))
     t = instance.time
-    now = _factors(instance)
+    factors: list[dict[str, float]] = []  # read the running jobs once, and only if needed
+
+    def now() -> dict[str, float]:
+        if not factors:
+            factors.append(_factors(instance))
+        return factors[0]
+
     requeue: list[str] = []
     for job_id in sorted(probes):
         check_at, before = probes[job_id]
         if check_at > t + EPS:
             continue
         del probes[job_id]
-        if job_id not in now:
+        now_ = now()
+        if job_id not in now_:
             continue  # finished during its warm-up
-        dropped = now[job_id] <= threshold * 1.0 + EPS or any(
-            other in now and now[other] <= threshold * was + EPS
+        dropped = now_[job_id] <= threshold * 1.0 + EPS or any(
+            other in now_ and now_[other] <= threshold * was + EPS
             for other, was in before.items())
         if dropped:
             requeue.append(job_id)
@@ -99,17 +108,22 @@ def pab(instance: Instance, *, warmup_s: float = 30.0, threshold: float = 0.5,
         decision, placed_probes = _place(instance, requeued, serial, now, requeue)
         for job_id, before in placed_probes.items():
             probes[job_id] = [t + warmup_s, before]
+    # a requeued job matters only while it waits (once placed it is on idle GPUs; if it
+    # is requeued again it is added again), so the state keeps only those
+    waiting = {job.id for job in instance.jobs}
     extra: dict[str, Any] = {
         "requeue": requeue,
-        "policy_state": {"probes": probes, "requeued": sorted(requeued)},
+        "policy_state": {"probes": probes, "requeued": sorted(
+            i for i in requeued if i in waiting or i in requeue)},
     }
     if probes:
         extra["watch_at"] = min(p[0] for p in probes.values())
     return MethodOutput(decision=decision, status=Status.FEASIBLE, extra=extra)
 
 
-def _place(instance: Instance, requeued: set[str], serial: bool, now: dict[str, float],
-           leaving: list[str]) -> tuple[Decision, dict[str, dict[str, float]]]:
+def _place(instance: Instance, requeued: set[str], serial: bool,
+           now: Callable[[], dict[str, float]], leaving: list[str]
+           ) -> tuple[Decision, dict[str, dict[str, float]]]:
     """OBP's bin packing (idle GPUs only for requeued jobs); the probes of what it placed.
 
     GPUs of the jobs being requeued this round are not used (the snapshot still shows them
@@ -117,26 +131,39 @@ def _place(instance: Instance, requeued: set[str], serial: bool, now: dict[str, 
     """
     state = ClusterState.of(instance)
     ids = instance.cluster.gpu_index
-    holders: dict[int, list[str]] = {}
-    for r in instance.running:
-        for g in r.gpus:
-            holders.setdefault(ids[g], []).append(r.job)
     blocked = np.zeros(len(state.busy), dtype=bool)
-    for r in instance.running:
-        if r.job in leaving:
-            blocked[[ids[g] for g in r.gpus]] = True
+    if leaving:
+        for r in instance.running:
+            if r.job in leaving:
+                blocked[[ids[g] for g in r.gpus]] = True
+    holders: dict[int, list[str]] | None = None  # built at the first placement
     placed: list[tuple[int, list[int]]] = []
     probes: dict[str, dict[str, float]] = {}
-    for j, job in enumerate(instance.jobs):
+    misfits = Misfits()  # per kind (idle GPUs only or not): a failed shape fails all round
+    open_gpus = int((~state.busy & ~blocked).sum())  # what a requeued job may take
+    jobs = instance.jobs
+    for j in np.flatnonzero(may_fit(state, jobs)).tolist():
+        job = jobs[j]
+        idle_only = job.id in requeued
+        if (idle_only and open_gpus < job.num_gpus) or misfits.excludes(job, idle_only):
+            continue
         ok = state.gpu_fits(job) & ~blocked
-        if job.id in requeued:
+        if idle_only:
             ok &= ~state.busy
         candidates = np.flatnonzero(ok)
         chosen = _cheapest_gpus(state, job, -state.free_mem, candidates)
         if chosen is None:
+            misfits.add(job, idle_only)
             continue
+        if holders is None:
+            holders = {}
+            for r in instance.running:
+                for g in r.gpus:
+                    holders.setdefault(ids[g], []).append(r.job)
         others = {o for g in chosen for o in holders.get(g, ())}
-        probes[job.id] = {o: now.get(o, 1.0) for o in sorted(others)}
+        now_ = now() if others else {}
+        probes[job.id] = {o: now_.get(o, 1.0) for o in sorted(others)}
+        open_gpus -= int((~state.busy[chosen]).sum())
         state.place(job, chosen)
         for g in chosen:
             holders.setdefault(g, []).append(job.id)

@@ -25,7 +25,8 @@ agent of the paper sees J = 10).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from operator import attrgetter
 
 import numpy as np
 
@@ -84,14 +85,15 @@ class ServerRoom:
 
     def __init__(self, instance: Instance) -> None:
         self.free = free_gpus_by_server(instance)
+        self.counts = np.fromiter(map(len, self.free), dtype=np.int64, count=len(self.free))
         cpu_used, ram_used = instance.node_usage
         self.cpu = instance.cluster.node_cpu - cpu_used
         self.ram = instance.cluster.node_ram_gb - ram_used
         self.node_of = instance.cluster.gpu_node
 
     def usable(self, job: Job) -> np.ndarray:
-        """GPUs per server that ``job`` may take now."""
-        counts = np.fromiter((len(f) for f in self.free), dtype=np.int64, count=len(self.free))
+        """GPUs per server that ``job`` may take now (read-only: do not change it)."""
+        counts = self.counts
         for need, left in ((job.cpu_per_gpu, self.cpu), (job.ram_gb_per_gpu, self.ram)):
             if need > 0:
                 # a hair below what the validator allows (+1e-6), so a fit is never refused
@@ -107,6 +109,7 @@ class ServerRoom:
         for g in gpus:
             s = self.node_of[g]
             self.free[s].remove(g)
+            self.counts[s] -= 1
             self.cpu[s] -= job.cpu_per_gpu
             self.ram[s] -= job.ram_gb_per_gpu
 
@@ -183,17 +186,19 @@ def select(instance: Instance, rule: str, *, backfill: bool = False, window: int
     delays = dict(policy_state or {})
     placed: list[tuple[Job, list[int]]] = []
 
-    static: dict[str, Callable[[tuple[int, Job]], tuple]] = {
-        "fifo": lambda ij: (ij[1].submit_time, ij[0]),
-        "sif": lambda ij: (ij[1].duration, ij[1].submit_time, ij[0]),
-        "dsif": lambda ij: (ij[1].duration, ij[1].submit_time, ij[0]),
-        "lrf": lambda ij: (ij[1].num_gpus, ij[1].submit_time, ij[0]),
-        "spf": lambda ij: (ij[1].num_gpus * ij[1].duration, ij[1].submit_time, ij[0]),
+    # keys before (arrival, queue position): ``jobs`` is in queue order (with a window, in
+    # (arrival, position) order), so a stable sort on (key, arrival) breaks the last ties
+    static: dict[str, Callable[[Job], tuple]] = {
+        "sif": attrgetter("duration", "submit_time"),
+        "dsif": attrgetter("duration", "submit_time"),
+        "lrf": attrgetter("num_gpus", "submit_time"),
+        "spf": lambda job: (job.num_gpus * job.duration, job.submit_time),
     }
-    if rule in static:
+    if rule == "fifo" or rule in static:
         # the queue is in submission order, so FIFO needs no sort
-        ordered = jobs if rule == "fifo" else sorted(jobs, key=static[rule])
-        placed = _start_in_order([job for _, job in ordered], room, per_server,
+        queue = [job for _, job in jobs]
+        ordered = queue if rule == "fifo" else sorted(queue, key=static[rule])
+        placed = _start_in_order(ordered, room, per_server,
                                  backfill=backfill, delays=delays if rule == "dsif" else None)
     elif rule == "saf":
         remaining = dict(jobs)
@@ -228,8 +233,10 @@ def select(instance: Instance, rule: str, *, backfill: bool = False, window: int
     else:
         raise InputError(f"unknown rule {rule!r}", field="rule", fix=f"use {RULES}")
     decision = _decision(instance, placed)
+    if not delays:
+        return decision, delays
     started = {job.id for job, _ in placed}
-    pending = {j.id for j in instance.jobs}
+    pending = instance.job_index
     return decision, {k: v for k, v in delays.items() if k in pending and k not in started}
 
 
@@ -318,13 +325,13 @@ def _packing_live(view, demand: int, taken: dict[int, int], left_total: int
     return chosen, local
 
 
-def fifo_live(view, *, backfill: bool = False) -> Decision:
-    """``fifo`` with packing on the simulator's live view (same decision as on a snapshot)."""
+def _start_live(view, ordered: Iterable[Job], backfill: bool) -> Decision:
+    """:func:`_start_in_order` (no delays) with packing on the live view."""
     taken: dict[int, int] = {}
     left_total = view.idle_count
     ids = view.cluster.gpu_ids
     placed = []
-    for job in view.queue():
+    for job in ordered:
         got = _packing_live(view, job.num_gpus, taken, left_total)
         if got is None:
             if backfill:
@@ -338,6 +345,38 @@ def fifo_live(view, *, backfill: bool = False) -> Decision:
     return Decision.of(placed)
 
 
+def fifo_live(view, *, backfill: bool = False) -> Decision:
+    """``fifo`` with packing on the simulator's live view (same decision as on a snapshot)."""
+    return _start_live(view, view.queue(), backfill)
+
+
+# the static rules' keys before (arrival, queue position), as in select()
+_LIVE_KEYS: dict[str, Callable[[Job], float]] = {
+    "sif": lambda job: job.duration,
+    "lrf": lambda job: job.num_gpus,
+    "spf": lambda job: job.num_gpus * job.duration,
+}
+
+
+def _sorted_live(rule: str):
+    key = _LIVE_KEYS[rule]
+
+    def decide(view, *, backfill: bool = False) -> Decision:
+        queue = list(view.queue())
+        order = sorted(range(len(queue)),
+                       key=lambda i: (key(queue[i]), queue[i].submit_time, i))
+        return _start_live(view, (queue[i] for i in order), backfill)
+
+    decide.__doc__ = f"``{rule}`` with packing on the live view (same decision as on a snapshot)."
+    return decide
+
+
+def some_job_fits(view, *, backfill: bool = False) -> bool:
+    """A sorted rule's ``can_start``: some waiting job's GPU count fits the idle GPUs."""
+    low = view.min_demand()
+    return low is not None and low <= view.idle_count
+
+
 def _gpus_only(workload: Instance) -> bool:
     """The fast form places by idle GPUs alone: no job may have CPU or RAM shares."""
     return not any(j.cpu_per_gpu or j.ram_gb_per_gpu for j in workload.jobs)
@@ -345,3 +384,6 @@ def _gpus_only(workload: Instance) -> bool:
 
 register_view_policy(ViewPolicy("sched2", "fifo", fifo_live, fifo_can_start,
                                 frozenset({"backfill"}), _gpus_only))
+for _rule in _LIVE_KEYS:
+    register_view_policy(ViewPolicy("sched2", _rule, _sorted_live(_rule), some_job_fits,
+                                    frozenset({"backfill"}), _gpus_only))

@@ -104,6 +104,7 @@ class PriorityScorer:
         return features @ self.weights
 
 
+@cache
 def shipped_weights() -> str:
     """Path of the shipped weights."""
     return str(resources.files("dlsched.heuristics").joinpath(SHIPPED))
@@ -135,7 +136,8 @@ def priority_order(instance: Instance, scorer: PriorityScorer,
     """Indices of ``instance.jobs`` (the ``window`` oldest, or all) by increasing score,
     ties by arrival, then queue position."""
     jobs = instance.jobs
-    shown = sorted(range(len(jobs)), key=lambda i: (jobs[i].submit_time, i))[:window]
+    submit = [j.submit_time for j in jobs]
+    shown = sorted(range(len(jobs)), key=submit.__getitem__)[:window]  # stable: ties by i
     if not shown:
         return []
     params = parse_sched2_params(instance.params)
@@ -145,12 +147,13 @@ def priority_order(instance: Instance, scorer: PriorityScorer,
     features = priority_features(
         np.array([j.num_gpus for j in picked], dtype=float),
         np.array([j.duration for j in picked], dtype=float),
-        np.array([instance.time - j.submit_time for j in picked], dtype=float),
+        instance.time - np.array([submit[i] for i in shown], dtype=float),
         np.array([params.sensitivity(j.model) for j in picked], dtype=float),
         idle, cluster.num_gpus, len(jobs))
     scores = scorer.scores(features)
-    ranked = sorted(range(len(shown)), key=lambda k: (scores[k], picked[k].submit_time, shown[k]))
-    return [shown[k] for k in ranked]
+    shown_at = np.array(shown)
+    ranked = np.lexsort((shown_at, np.array([submit[i] for i in shown]), scores))
+    return shown_at[ranked].tolist()
 
 
 def learned_priority(instance: Instance, *, weights: str | None = None,

@@ -90,6 +90,14 @@ class Instance:
         return busy
 
     @cached_property
+    def idle_by_server(self) -> tuple[tuple[int, ...], ...]:
+        """Per server (cluster order), its idle GPU indices (no running job) in ascending
+        order."""
+        busy = self.gpu_busy
+        return tuple(tuple(int(g) for g in gpus if not busy[g])
+                     for gpus in self.cluster.gpus_of_node)
+
+    @cached_property
     def node_usage(self) -> tuple[np.ndarray, np.ndarray]:
         """(CPU, RAM in GB) in use on each server by running jobs."""
         cpu = np.zeros(self.cluster.num_nodes)

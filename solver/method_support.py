@@ -28,8 +28,7 @@ def free_gpus_by_server(instance: Instance) -> list[list[int]]:
     list of list of int
         Per server (cluster order), its idle GPU indices in ascending order.
     """
-    busy = instance.gpu_busy
-    return [[int(g) for g in gpus if not busy[g]] for gpus in instance.cluster.gpus_of_node]
+    return [list(gpus) for gpus in instance.idle_by_server]
 
 
 def decision_from_indices(

@@ -19,6 +19,7 @@ from .instance import Instance
 from .jobs import Job
 
 EPS = 1e-9
+_UNLIMITED = int(np.iinfo(np.int64).max)  # room of a server for a job without CPU/RAM needs
 
 
 @dataclass
@@ -53,7 +54,7 @@ class ClusterState:
 
     def node_room(self, job: Job) -> np.ndarray:
         """How many of ``job``'s GPUs each server's free CPU and RAM can take."""
-        room = np.full(self.instance.cluster.num_nodes, np.iinfo(np.int64).max, dtype=np.int64)
+        room = np.full(self.instance.cluster.num_nodes, _UNLIMITED, dtype=np.int64)
         for free, need in ((self.free_cpu, job.cpu_per_gpu), (self.free_ram, job.ram_gb_per_gpu)):
             if need > 0:
                 room = np.minimum(room, np.floor((free + EPS) / need).astype(np.int64))

@@ -130,7 +130,7 @@ def test_liquid_fig19_tiny(capsys):
 
 
 def test_policy_latency_tiny(capsys):
-    assert policy_latency.main(["--repeat", "1"]) == 0
+    assert policy_latency.main(["--repeat", "1", "--gpus", "64"]) == 0
     _, figures = _lines(capsys)
     for problem, methods in policy_latency.METHODS.items():
         for method in methods:

@@ -448,7 +448,7 @@ def test_lagrange_without_time_limit_is_reproducible():
     # give the same batches, value and bound
     rng = np.random.default_rng(77)
     inst = tiny_instance(random_window(rng, 12), gpus=("p2", "g2"))
-    runs = [solve(inst, "lagrange", time_limit=None, iterations=50) for _ in range(2)]
+    runs = [solve(inst, "lagrange", time_limit=None, iterations=20) for _ in range(2)]
     assert validate(inst, runs[0].decision).ok
     assert runs[0].decision.batches == runs[1].decision.batches
     assert runs[0].objective == runs[1].objective and runs[0].bound == runs[1].bound

@@ -176,6 +176,7 @@ def test_seeded_snapshot_caches_equal_fresh_computation(monkeypatch):
                         fresh.gpu_usage + fresh.node_usage, strict=True):
             assert np.allclose(a, b, atol=1e-9)
         assert snap.job_index == fresh.job_index
+        assert snap.idle_by_server == fresh.idle_by_server
         seen.append(t)
         return snap
 

@@ -52,11 +52,12 @@ def test_sched2_fast_equals_full(rule, seed):
     assert (table["locality_slowdown"] > 1.0).any()  # locality rate changes are exercised
 
 
+@pytest.mark.parametrize("rule", ["fifo", "sif", "lrf", "spf"])
 @pytest.mark.parametrize("options", [{}, {"backfill": True}])
-def test_sched2_fifo_view_policy_with_backfill(options):
+def test_sched2_view_policies_with_backfill(rule, options):
     w = generate_sched2(seed=5, jobs=150, servers=5, gpus_per_server=8, interarrival=30.0,
                         median_duration=600.0)
-    _both(w, Policy("fifo", options=options))
+    _both(w, Policy(rule, options=options))
 
 
 @pytest.mark.parametrize("method", ["fifo", "obp", "greedy"])

@@ -183,7 +183,7 @@ class HorusCosts:
     """Everything the Horus objective needs, as arrays over (pending job, GPU)."""
 
     params: HorusParams
-    cost: np.ndarray  # [J, G] paper cost of one share of job j on GPU g (inf: cannot)
+    cost: np.ndarray | None  # [J, G] paper cost of one share of job j on GPU g (inf: cannot)
     base_interference: np.ndarray  # [G] w_util * f(UR_util[g])
     base_util: np.ndarray  # [G] UR_util in percent
     job_util: np.ndarray  # [J] GUtil in percent
@@ -195,8 +195,12 @@ class HorusCosts:
         return float(self.functions[g](util_pct / 100.0))
 
 
-def horus_costs(instance: Instance) -> HorusCosts:
-    """Cost matrix and penalty of a Horus instance (shared by models, heuristics, evaluator)."""
+def horus_costs(instance: Instance, *, matrix: bool = True) -> HorusCosts:
+    """Cost matrix and penalty of a Horus instance (shared by models, heuristics, evaluator).
+
+    ``matrix=False`` leaves the [jobs, GPUs] matrix out (``cost`` None): the evaluator
+    computes only the entries a decision uses, with :func:`share_costs` (elementwise).
+    """
     p = parse_horus_params(instance.params)
     c = instance.cluster
     util, mem = instance.gpu_usage
@@ -205,7 +209,7 @@ def horus_costs(instance: Instance) -> HorusCosts:
     job_util = np.array([j.gpu_util for j in instance.jobs], dtype=float)
     job_gpus = np.array([j.num_gpus for j in instance.jobs], dtype=np.int64)
     functions = tuple(map(p.interference.__getitem__, c.gpu_type))
-    cost = share_costs(p, c.gpu_type, cap, util, mem, job_util, job_mem)
+    cost = share_costs(p, c.gpu_type, cap, util, mem, job_util, job_mem) if matrix else None
     base = np.empty(len(util))
     for name, cols in _type_columns(c.gpu_type):  # one vectorized call per GPU type
         base[cols] = p.interference[name](util[cols] / 100.0)
@@ -294,8 +298,9 @@ class HorusBreakdown:
 
 def horus_breakdown(instance: Instance, decision: Decision) -> HorusBreakdown:
     """Placement cost, unplaced GPU requests and penalty of a decision."""
-    costs = horus_costs(instance)
+    costs = horus_costs(instance, matrix=False)
     cluster = instance.cluster
+    util, mem = instance.gpu_usage
     total = 0.0
     added_util = np.zeros(cluster.num_gpus)
     touched = np.zeros(cluster.num_gpus, dtype=bool)
@@ -303,12 +308,15 @@ def horus_breakdown(instance: Instance, decision: Decision) -> HorusBreakdown:
     for pl in decision.placements:
         j = instance.job_index[pl.job]
         placed.add(pl.job)
-        for gid in pl.gpus:
-            g = cluster.gpu_index[gid]
+        gpus = np.array([cluster.gpu_index[gid] for gid in pl.gpus], dtype=np.int64)
+        row = share_costs(costs.params, cluster.gpu_type, cluster.gpu_mem_gb, util, mem,
+                          costs.job_util[j:j + 1],
+                          np.array([instance.jobs[j].gpu_mem_gb], dtype=float), gpus=gpus)[0]
+        for k, g in enumerate(gpus.tolist()):
             if costs.params.cost_model == "paper":
-                total += costs.cost[j, g]
+                total += row[k]
             else:
-                mem_part = costs.cost[j, g] - costs.params.w_util * costs.f(
+                mem_part = row[k] - costs.params.w_util * costs.f(
                     g, costs.base_util[g] + costs.job_util[j]
                 )
                 total += mem_part + costs.base_interference[g]

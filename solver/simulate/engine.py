@@ -164,6 +164,19 @@ def simulate(
     return sim.run()
 
 
+class _ShownJobs:
+    """Job id -> the job a snapshot showed, through its index (no dict built per call)."""
+
+    __slots__ = ("_jobs", "_index")
+
+    def __init__(self, snapshot: Instance) -> None:
+        self._jobs = snapshot.jobs
+        self._index = snapshot.job_index
+
+    def __getitem__(self, job_id: str) -> Job:
+        return self._jobs[self._index[job_id]]
+
+
 class _Engine:
     def __init__(self, workload: Instance, policy: Policy, bound: BoundSpeed,
                  record_events: bool, frag_samples: bool,
@@ -381,7 +394,7 @@ class _Engine:
 
     def _job_lookup(self, snapshot: Instance | None) -> Any:
         if snapshot is not None:
-            return {j.id: j for j in snapshot.jobs}
+            return _ShownJobs(snapshot)
         return self._job_of
 
     def _problem_instance(self, decision: Decision, snapshot: Instance | None

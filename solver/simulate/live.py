@@ -68,8 +68,8 @@ class LiveState:
                  "gpu_node", "node_gpus", "mem_cap", "cpu_cap", "ram_cap", "on_gpu",
                  "jobs_on", "util", "cum_util", "mem", "node_cpu", "node_ram", "gpu_end",
                  "idle", "max_idle", "by_idle", "open_servers", "idle_total", "node_size",
-                 "version", "_arrays", "_dirty", "frag", "record_events", "events",
-                 "busy_t", "busy_n", "done", "requeues")
+                 "version", "_arrays", "_touched", "_touched_nodes", "_dirty", "frag",
+                 "record_events", "events", "busy_t", "busy_n", "done", "requeues")
 
     def __init__(self, workload: Instance, speed: BoundSpeed, *, exclusive: bool,
                  record_events: bool) -> None:
@@ -113,6 +113,8 @@ class LiveState:
         self.node_size = c.node_gpu_count.astype(float)
         self.version = 0  # of the loads, for the snapshot arrays' cache
         self._arrays: tuple[int, dict[str, Any]] | None = None
+        self._touched: set[int] = set()  # GPUs whose loads changed since the arrays were built
+        self._touched_nodes: set[int] = set()  # servers with CPU/RAM outside their GPUs' shares
         self._dirty: set[int] = set()  # servers whose GPU ends changed since the last sample
         self.frag = FragmentationLog(N)
         self.record_events = record_events
@@ -366,6 +368,7 @@ class LiveState:
             self.jobs_on[g] += 1
             self.util[g] += util
             self.mem[g] += mem
+        self._touched.update(gpus)
         for g in gpus:
             n = node_of[g]
             self.node_cpu[n] += cpu_per_gpu
@@ -374,6 +377,7 @@ class LiveState:
             for n, (cpu, ram) in node_extra.items():
                 self.node_cpu[n] += cpu
                 self.node_ram[n] += ram
+            self._touched_nodes.update(node_extra)
         self.version += 1
 
     def _unhold(self, gpus: Sequence[int], util: float, mem: float, cpu_per_gpu: float,
@@ -385,6 +389,7 @@ class LiveState:
             self.jobs_on[g] -= 1
             self.util[g] -= util
             self.mem[g] -= mem
+        self._touched.update(gpus)
         for g in gpus:
             n = node_of[g]
             self.node_cpu[n] -= cpu_per_gpu
@@ -393,6 +398,7 @@ class LiveState:
             for n, (cpu, ram) in node_extra.items():
                 self.node_cpu[n] -= cpu
                 self.node_ram[n] -= ram
+            self._touched_nodes.update(node_extra)
         for g in gpus:
             if self.jobs_on[g] == 0:
                 self.util[g] = self.mem[g] = 0.0  # no float residue on idle GPUs
@@ -410,13 +416,39 @@ class LiveState:
         self._dirty.add(self.gpu_node[g])
 
     def arrays(self) -> dict[str, Any]:
-        """numpy copies of the loads for an Instance snapshot (cached per version)."""
-        if self._arrays is None or self._arrays[0] != self.version:
+        """numpy copies of the loads for an Instance snapshot.
+
+        Built once, then patched where :meth:`_hold` / :meth:`_unhold` touched a GPU (its
+        loads and its server's CPU, RAM and idle GPUs): the values are copied from the
+        lists, never recomputed, so they equal a fresh build exactly.
+        """
+        if self._arrays is None:
             self._arrays = (self.version, {
                 "gpu_busy": np.array(self.jobs_on) > 0,
                 "gpu_usage": (np.array(self.util), np.array(self.mem)),
-                "node_usage": (np.array(self.node_cpu), np.array(self.node_ram))})
+                "node_usage": (np.array(self.node_cpu), np.array(self.node_ram)),
+                "idle_by_server": list(map(tuple, self.idle))})
+            self._touched.clear()
+            self._touched_nodes.clear()
+        elif self._arrays[0] != self.version:
+            a = self._arrays[1]
+            busy, (util, mem) = a["gpu_busy"], a["gpu_usage"]
+            cpu, ram = a["node_usage"]
+            idle = a["idle_by_server"]
+            nodes = self._touched_nodes
+            for g in self._touched:
+                busy[g] = self.jobs_on[g] > 0
+                util[g] = self.util[g]
+                mem[g] = self.mem[g]
+                nodes.add(self.gpu_node[g])
+            for n in nodes:
+                cpu[n] = self.node_cpu[n]
+                ram[n] = self.node_ram[n]
+                idle[n] = tuple(self.idle[n])
+            self._touched.clear()
+            nodes.clear()
+            self._arrays = (self.version, a)
         a = self._arrays[1]
-        return {"gpu_busy": a["gpu_busy"].copy(),
+        return {"gpu_busy": a["gpu_busy"].copy(), "idle_by_server": tuple(a["idle_by_server"]),
                 "gpu_usage": (a["gpu_usage"][0].copy(), a["gpu_usage"][1].copy()),
                 "node_usage": (a["node_usage"][0].copy(), a["node_usage"][1].copy())}

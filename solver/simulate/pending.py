@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from itertools import compress
 
 from ..jobs import Job
 
@@ -30,6 +31,7 @@ class PendingQueue:
         self.demand: Counter[int] = Counter()
         self.version = 0
         self._cache: tuple[int, tuple[Job, ...]] | None = None
+        self._index: tuple[int, dict[str, int]] | None = None
 
     def __len__(self) -> int:
         return len(self._pos)
@@ -84,8 +86,16 @@ class PendingQueue:
     def jobs(self) -> tuple[Job, ...]:
         """The pending jobs in arrival order (cached until the queue changes)."""
         if self._cache is None or self._cache[0] != self.version:
-            self._cache = (self.version, tuple(self._jobs[i] for i in self))
+            h = self._head
+            self._cache = (self.version, tuple(map(
+                self._jobs.__getitem__, compress(self._order[h:], self._alive[h:]))))
         return self._cache[1]
+
+    def job_index(self) -> dict[str, int]:
+        """Job id -> position in :meth:`jobs` (cached until the queue changes; read-only)."""
+        if self._index is None or self._index[0] != self.version:
+            self._index = (self.version, {job.id: i for i, job in enumerate(self.jobs())})
+        return self._index[1]
 
     def min_demand(self) -> int | None:
         """Smallest GPU count among pending jobs with a fixed demand (None if none)."""

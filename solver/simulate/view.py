@@ -88,16 +88,19 @@ def snapshot(state: LiveState, workload: Instance, t: float, jobs: tuple[Job, ..
              observed: bool) -> Instance:
     """The state at ``t`` as an Instance: the pending queue, or ``jobs`` (a prefix of it).
 
-    The derived loads (``gpu_busy``, ``gpu_usage``, ``node_usage``, ``job_index``) are
-    seeded from the live state instead of being recomputed from the running jobs; they are
-    the same numbers (``tests/test_sim_engine.py`` checks it).
+    The derived loads (``gpu_busy``, ``gpu_usage``, ``node_usage``, ``idle_by_server``,
+    ``job_index``) are seeded from the live state instead of being recomputed from the
+    running jobs; they are the same numbers (``tests/test_sim_engine.py`` checks it).
     """
     if jobs is None:
         jobs = state.queue.jobs()
+        index = state.queue.job_index()
+    else:
+        index = {job.id: i for i, job in enumerate(jobs)}
     snap = Instance(problem=workload.problem, cluster=state.cluster, jobs=jobs,
                     params=workload.params, running=lazy_running(state, t, observed), time=t,
                     name=f"{workload.name or 'workload'}@{t:g}")
-    snap.__dict__.update(state.arrays(), job_index={job.id: i for i, job in enumerate(jobs)})
+    snap.__dict__.update(state.arrays(), job_index=index)
     return snap
 
 
