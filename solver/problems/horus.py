@@ -197,10 +197,8 @@ class HorusCosts:
 
 def horus_costs(instance: Instance, *, matrix: bool = True) -> HorusCosts:
     """Cost matrix and penalty of a Horus instance (shared by models, heuristics, evaluator).
-
     ``matrix=False`` leaves the [jobs, GPUs] matrix out (``cost`` None): the evaluator
-    computes only the entries a decision uses, with :func:`share_costs` (elementwise).
-    """
+    computes only the entries a decision uses, with :func:`share_costs` (elementwise)."""
     p = parse_horus_params(instance.params)
     c = instance.cluster
     util, mem = instance.gpu_usage
