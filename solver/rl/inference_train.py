@@ -52,7 +52,9 @@ Training stops after ``iterations`` or once ``max_cpu_seconds`` of CPU time are 
 
 The weights are written with safetensors (numpy arrays ``w1 b1 w2 b2``, standardization
 folded into ``w1 b1``; metadata: the command, configuration, seed, teacher α/β, feature
-and action layout, the selected checkpoint), the learning curve as CSV.
+and action layout, the selected checkpoint) as ``policy.safetensors``, the best clone
+(where policy gradient started; the ablation's "clone only") as ``clone.safetensors``,
+the learning curve as CSV.
 """
 
 from __future__ import annotations
@@ -230,6 +232,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, command: str = "",
         consider("init")
     del labels
     clone = {"tag": best["tag"], "q": best["q"]}
+    clone_weights = best["weights"]
 
     # phase 2: REINFORCE
     opt = Adam(network, cfg.pg_lr)
@@ -292,6 +295,10 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, command: str = "",
             "cpu_seconds": f"{time.process_time() - cpu0:.1f}"}
     save_file({k: np.ascontiguousarray(v) for k, v in best["weights"].items()},
               str(out / "policy.safetensors"), metadata=meta)
+    # the clone policy gradient started from: the ablation's "clone only"
+    save_file({k: np.ascontiguousarray(v) for k, v in clone_weights.items()},
+              str(out / "clone.safetensors"),
+              metadata={**meta, "selected": clone["tag"], "val_mean_q": f"{clone['q']:.6f}"})
     with open(out / "learning_curve.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(curve[0]))
         writer.writeheader()
