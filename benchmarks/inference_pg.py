@@ -62,15 +62,6 @@ def _heuristic(params: dict):
     return HeuristicPolicy(alpha=params["alpha"], beta=params["beta"])
 
 
-def slot_workloads(gpus: str, scale: float, hours: float, seeds: int):
-    """(seed, slot start, workload) of every target run of one cluster."""
-    from dlsched.instances.inference_gen import generate_inference
-
-    return [(s, h, generate_inference(seed=s + i, gpus=gpus, start_hour=h, hours=hours,
-                                      scale=scale))
-            for s in range(seeds) for i, h in enumerate(SLOTS)]
-
-
 def azure_code(factor: float):
     """The committed Azure code stream (× 8) re-timed to compression ``factor``."""
     from importlib import resources
@@ -89,22 +80,49 @@ def azure_code(factor: float):
                               provenance={**base.provenance, "retimed_to": factor})
 
 
-def run_target(weights: str | None, hours: float, seeds: int, out: list[str]) -> dict:
+def _tuned(cluster: tuple[str, float]) -> dict:
+    return heuristic_params(cluster[0], cluster[1], True, [])
+
+
+def _target_run(task: tuple) -> dict:
+    """One target workload: pg and the tuned heuristic, same workload and serve seed."""
+    from dlsched.instances.inference_gen import generate_inference
+
+    gpus, scale, i, h, s, hours, weights, params = task
+    inst = generate_inference(seed=s + i, gpus=gpus, start_hour=h, hours=hours, scale=scale)
+    pg = _mean_q(inst, _pg(weights), s)
+    heur = _mean_q(inst, _heuristic(params), s)
+    return {"seed": s, "slot": h, "pg": pg, "heuristic": heur, "diff": pg - heur}
+
+
+def _map(fn, tasks: list, jobs: int) -> list:
+    """``fn`` over ``tasks`` in order, on ``jobs`` processes (results do not depend on it)."""
+    if jobs <= 1:
+        return [fn(t) for t in tasks]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs) as pool:
+        return list(pool.map(fn, tasks))
+
+
+def run_target(weights: str | None, hours: float, seeds: int, out: list[str],
+               jobs: int = 1) -> dict:
     """pg − tuned heuristic per cluster, slot and seed."""
     figures: dict = {}
     out.append(markdown_head(["cluster", "seed", "slot", "pg Q", "tuned heuristic Q",
                               "pg − heuristic"]))
-    for gpus, scale in TARGET + UNSEEN:
-        params = heuristic_params(gpus, scale, True, [])
-        rows = []
-        for s, h, inst in slot_workloads(gpus, scale, hours, seeds):
-            pg = _mean_q(inst, _pg(weights), s)
-            heur = _mean_q(inst, _heuristic(params), s)
-            rows.append({"seed": s, "slot": h, "pg": pg, "heuristic": heur,
-                         "diff": pg - heur})
-            out.append(markdown_row([f"{gpus} × {scale:g}", s, f"{h:g}-{h + 3:g} h",
-                                     f"{pg:.4f}", f"{heur:.4f}", f"{pg - heur:+.4f}"]))
-            print(out[-1], file=sys.stderr, flush=True)
+    where = TARGET + UNSEEN
+    tuned = _map(_tuned, list(where), jobs)
+    tasks = [(gpus, scale, i, h, s, hours, weights, params)
+             for (gpus, scale), params in zip(where, tuned, strict=True)
+             for s in range(seeds) for i, h in enumerate(SLOTS)]
+    results = _map(_target_run, tasks, jobs)
+    for (gpus, scale), params in zip(where, tuned, strict=True):
+        rows = [r for t, r in zip(tasks, results, strict=True) if t[:2] == (gpus, scale)]
+        for r in rows:
+            out.append(markdown_row([f"{gpus} × {scale:g}", r["seed"],
+                                     f"{r['slot']:g}-{r['slot'] + 3:g} h", f"{r['pg']:.4f}",
+                                     f"{r['heuristic']:.4f}", f"{r['diff']:+.4f}"]))
         diffs = [r["diff"] for r in rows]
         figures[gpus] = {"arrival_scale": scale, "heuristic_params": params, "rows": rows,
                          "min_diff": min(diffs), "mean_diff": float(np.mean(diffs)),
@@ -140,26 +158,38 @@ def run_azure(weights: str | None, out: list[str]) -> list[dict]:
     return rows
 
 
+def _ablation_run(task: tuple) -> float:
+    """Mean Q of one weights file on one workload (generated slot or Azure stream)."""
+    from dlsched.instances.inference_gen import generate_inference
+
+    weights, spec = task
+    if spec[0] == "azure":
+        return _mean_q(azure_code(spec[1]), _pg(weights), 0)
+    _kind, gpus, scale, i, h, s, hours = spec
+    inst = generate_inference(seed=s + i, gpus=gpus, start_hour=h, hours=hours, scale=scale)
+    return _mean_q(inst, _pg(weights), s)
+
+
 def run_ablation(dirs: list[str], hours: float, seeds: int, out: list[str],
-                 azure: bool = True) -> list[dict]:
+                 azure: bool = True, jobs: int = 1) -> list[dict]:
     """Clone only vs the selected network (clone + policy gradient), on the target
     workloads (and the Azure code streams with ``azure``)."""
+    from safetensors import safe_open
+
     out.append("\n" + markdown_head(["run", "selected", "workloads", "clone mean Q",
                                      "selected mean Q", "selected − clone", "min", "max"]))
-    loads = [(inst, s) for gpus, scale in TARGET + UNSEEN
-             for s, _h, inst in slot_workloads(gpus, scale, hours, seeds)]
+    specs: list[tuple] = [("gen", gpus, scale, i, h, s, hours) for gpus, scale in TARGET + UNSEEN
+                          for s in range(seeds) for i, h in enumerate(SLOTS)]
     if azure:
-        loads += [(azure_code(f), 0) for f in AZURE_FACTORS]
+        specs += [("azure", f) for f in AZURE_FACTORS]
+    tasks = [(str(Path(d) / f"{name}.safetensors"), spec) for d in dirs
+             for name in ("clone", "policy") for spec in specs]
+    results = iter(_map(_ablation_run, tasks, jobs))
     rows = []
     for d in dirs:
-        from safetensors import safe_open
-
         with safe_open(str(Path(d) / "policy.safetensors"), framework="numpy") as fh:
             meta = fh.metadata()
-        q = {}
-        for name in ("clone", "policy"):
-            w = str(Path(d) / f"{name}.safetensors")
-            q[name] = [_mean_q(inst, _pg(w), s) for inst, s in loads]
+        q = {name: [next(results) for _ in specs] for name in ("clone", "policy")}
         diff = np.asarray(q["policy"]) - np.asarray(q["clone"])
         rows.append({"dir": d, "seed": int(meta["seed"]), "selected": meta["selected"],
                      "clone": json.loads(meta.get("clone", "{}")),
@@ -171,7 +201,6 @@ def run_ablation(dirs: list[str], hours: float, seeds: int, out: list[str],
         out.append(markdown_row([d, r["selected"], r["workloads"], f"{r['clone_mean_q']:.4f}",
                                  f"{r['selected_mean_q']:.4f}", f"{r['diff_mean']:+.4f}",
                                  f"{r['diff_min']:+.4f}", f"{r['diff_max']:+.4f}"]))
-        print(out[-1], file=sys.stderr, flush=True)
     return rows
 
 
@@ -181,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=3, help="serve seeds 0..N-1 (3)")
     ap.add_argument("--weights", default=None, help="policy.safetensors (default: shipped)")
     ap.add_argument("--no-azure", action="store_true", help="skip the Azure code stream")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="processes for the target and ablation runs (figures do not depend on it)")
     ap.add_argument("--ablation", nargs="*", default=[],
                     help="training output directories: clone vs selected network")
     args = ap.parse_args(argv)
@@ -189,7 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.process_time()
     out = ["# pg vs the Eq. 2 heuristic tuned on the training span (issue 29, item 8)\n"]
     figures: dict = {"benchmark": "inference_pg",
-                     "target": run_target(args.weights, args.hours, args.seeds, out)}
+                     "target": run_target(args.weights, args.hours, args.seeds, out,
+                                          args.jobs)}
     met = [f for f in figures["target"].values() if f["in_target"]]
     figures["target_met"] = all(f["min_diff"] >= 0 for f in met)
     out.append(f"\npg ≥ tuned heuristic on every slot and seed of one p2 and 5 g2 + 5 p2: "
@@ -200,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         figures["azure_code"] = run_azure(args.weights, out)
     if args.ablation:
         figures["ablation"] = run_ablation(args.ablation, args.hours, args.seeds, out,
-                                           azure=not args.no_azure)
+                                           azure=not args.no_azure, jobs=args.jobs)
     figures["cpu_seconds"] = time.process_time() - t0
     figures["load_average"] = list(os.getloadavg())
     figures["arguments"] = vars(args)

@@ -270,3 +270,14 @@ def test_weights_for_other_batch_sizes_are_refused():
          "b2": np.zeros(15)}
     with pytest.raises(InputError, match="features"):
         serve(inst, PGPolicy(w))
+
+
+def test_the_clone_of_a_run_is_what_a_run_without_policy_gradient_writes(tmp_path):
+    with_pg = train(TINY, tmp_path / "pg", log=lambda *_: None)
+    clone_only = train(TrainConfig(**{**TINY.__dict__, "iterations": 0}), tmp_path / "bc",
+                       log=lambda *_: None)
+    assert with_pg["clone"] == {"tag": clone_only["selected"], "q": clone_only["val_mean_q"]}
+    wa = read_weights(tmp_path / "pg" / "clone.safetensors")
+    wb = read_weights(tmp_path / "bc" / "policy.safetensors")
+    for k in wa:
+        assert wa[k].tobytes() == wb[k].tobytes(), k
