@@ -246,5 +246,5 @@ register_method(MethodSpec(
     "inference", "pg", "learned",
     PolicyMethod(make_pg, ("weights", "greedy"), {"weights": ("str", None, None)},
                  ("weights",)),
-    summary="learned batch policy (policy gradient, Sec. 3.2) replayed in the serving "
-            "simulator"))
+    summary="learned batch policy (Sec. 3.2's network; DAgger clone of load-adaptive Eq. 2, "
+            "REINFORCE polish: no measured margin) replayed in the serving simulator"))
