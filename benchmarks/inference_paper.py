@@ -16,9 +16,10 @@ bound and schedule (``--window-method lagrange``, ``--time-limit`` s each); each
 
 ``--cluster-load calibrated`` (or ``both``) also runs 5 g2 + 5 p2 at arrivals ×
 ``CLUSTER_SCALE_CALIBRATED`` (12.5: where our ``fixed`` reaches Table 4's mean quality, a
-named preset documented in ``dlsched.instances.inference_gen``), without ``pg`` (trained at
-× 8). Every gap outside 2× of the paper's gets a "measured reason" built from the measured
-figures (fixed's Q, P_tiny, mean batch and GPU utilization against the paper's).
+named preset documented in ``dlsched.instances.inference_gen``), without ``pg`` (its
+cluster episodes are at × 8). Every gap outside 2× of the paper's gets a "measured
+reason" built from the measured figures (fixed's Q, P_tiny, mean batch and GPU
+utilization against the paper's).
 
     python -m dlsched.benchmarks.inference_paper --hours 0.5 > inference_paper.md
     python -m dlsched.benchmarks.inference_paper --hours 0.5 --tune --cluster-load both
@@ -110,9 +111,8 @@ def measured_reason(gap: str, ours: dict[str, dict], paper_q: dict[str, float],
             return (f"pg Q {pg:.4f} < heuristic {heur:.4f}: the shipped learned policy is "
                     "weaker than the heuristic on this slot")
         return (f"pg Q {pg:.4f} >= heuristic {heur:.4f}, by a different margin than the "
-                "paper's: pg is cloned from Eq. 2 heuristics tuned on its training episodes "
-                "(one p2: per episode, load-adaptive) and policy gradient adds little "
-                "(docs/inference.md)")
+                "paper's: pg is cloned from Eq. 2 heuristics tuned per training episode "
+                "(load-adaptive) and policy gradient adds little (docs/inference.md)")
     f, h = ours["fixed"], ours["heuristic"]
     text = (f"fixed Q {f['mean_q']:.3f} (paper {paper_q['fixed']:.3f}), P_tiny "
             f"{100 * f['share_tiny']:.0f} % (paper {paper_tiny['fixed']:.0f} %), mean batch "
@@ -134,7 +134,7 @@ def run_tables(hours: float, seed: int, with_pg: bool, out: list[str],
 
     ``cluster_load``: ``paper`` (arrivals × 8, as stated), ``calibrated`` (×
     :data:`CLUSTER_SCALE_CALIBRATED`, where our ``fixed`` reaches Table 4's mean quality;
-    no ``pg``: the shipped policy was trained at × 8) or ``both``."""
+    no ``pg``: the shipped policy's cluster episodes are at × 8) or ``both``."""
     from dlsched.instances.inference_gen import generate_inference
     from dlsched.serve.ceiling import quality_ceiling
     from dlsched.serve.metrics import summary

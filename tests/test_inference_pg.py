@@ -10,14 +10,13 @@ import pytest
 
 from dlsched.validate import validate
 
-torch = pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 
 from dlsched.heuristics.inference_pg import (  # noqa: E402
-    SHIPPED,
     Featurizer,
     PGPolicy,
     action_table,
+    feature_size,
     load_pg_policy,
     read_weights,
     shipped_weights,
@@ -54,6 +53,39 @@ def test_training_is_deterministic_for_a_seed(tmp_path):
     wc = read_weights(tmp_path / "c" / "policy.safetensors")
     assert not np.array_equal(wa["w1"], wc["w1"])
     del c
+
+
+TWO_CLUSTERS = TrainConfig(gpus="p2:1;g2:1,p2:1", scale=(1.0, 2.0), episodes=2,
+                           episode_minutes=0.5, val_episodes=2, iterations=2, rollouts=2,
+                           bc_epochs=2, dagger=1, eval_every=1, teachers="given", seed=5)
+
+
+def test_training_gives_the_same_tensors_on_a_machine_without_avx(tmp_path):
+    """Another machine, emulated: numpy's CPU-dispatched kernels switched off down to the
+    x86-64 baseline (NPY_DISABLE_CPU_FEATURES, where np.tanh and np.exp give other bits)
+    and OpenBLAS forced to its oldest kernel; the weights must not change by one bit."""
+    import os
+    import subprocess
+    import sys
+
+    here = train(TWO_CLUSTERS, tmp_path / "here", log=lambda *_: None)
+    code = ("import sys; from dlsched.rl.inference_episodes import TrainConfig; "
+            "from dlsched.rl.inference_train import train; "
+            f"train(TrainConfig(**{TWO_CLUSTERS.__dict__!r}), sys.argv[1], log=lambda *_: None)")
+    env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4 AVX512_ICL AVX512_SPR",
+           "OPENBLAS_CORETYPE": "Prescott"}
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "there")], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for name in ("policy.safetensors", "clone.safetensors"):
+        wa = read_weights(tmp_path / "here" / name)
+        wb = read_weights(tmp_path / "there" / name)
+        assert sorted(wa) == sorted(wb) == ["b1", "b2", "w1", "w2"]
+        for k in wa:
+            assert wa[k].tobytes() == wb[k].tobytes(), (name, k)
+    assert (tmp_path / "here" / "learning_curve.csv").read_text().splitlines()[0] == \
+        (tmp_path / "there" / "learning_curve.csv").read_text().splitlines()[0]
+    assert here["selected"]
 
 
 def test_weights_file_is_not_pickle_and_records_the_selection(tmp_path):
@@ -132,14 +164,39 @@ def test_features_by_hand():
     # bins (200 ms): soft 1000, 1100 → bin 5, 1300 → bin 6; heap keys bin * N + query
     sim = ServeState(data=data, now=300, heap=[15, 16, 20], bin_count={5: 2, 6: 1},
                      gpu_free=free, next_arrival=3, arrivals=[0, 100, 300])
-    busy = [0.0, 0.0]
-    busy[g2] = 0.2
     # ξ by B = 8 throughput: p2 8/400, g2 8/800 → 2/3, 1/3; R_t = 3 / 5 s = 0.6 q/s
     xi = 2.0 / 3.0
-    want = ([0.0] * 8 + [2.0, 1.0] + [3.0, 0.6] + [0.0, 1.0] + busy + [xi, 3 * xi]
-            + [d * xi * 0.6 for d in (0.1, 0.15, 0.2, 0.4)] + [0.7, 1.7])
+    hist = [0.0] * 8 + [2.0 * xi, 1.0 * xi]
+    pooled = [1 / 3, 0.2, 1.0,  # g2: share, mean busy (s), share busy
+              2 / 3, 0.0, 0.0]  # p2
+    want = (hist + [3 * xi, 0.6 * xi] + [d * xi * 0.6 for d in (0.1, 0.15, 0.2, 0.4)]
+            + [0.0, 1.0] + [0.7, 1.7] + pooled + [0.2])
     got = Featurizer(data)(sim, p2)
+    assert len(want) == feature_size(data)
     assert got.tolist() == pytest.approx(want)
+
+
+def test_features_do_not_depend_on_the_number_of_gpus():
+    from dlsched.instances.inference_gen import generate_inference
+    from dlsched.problems.inference import inference_data
+
+    sizes = {feature_size(inference_data(generate_inference(seed=1, gpus=g, hours=0.002)))
+             for g in ("p2:1", "p2:2", "g2:1", "g2:5,p2:5", "g2:50,p2:51")}
+    assert len(sizes) == 1
+
+
+def test_an_unknown_gpu_type_is_refused():
+    from dlsched.errors import InputError
+    from dlsched.instances.inference_gen import inference_instance
+    from dlsched.serve.engine import serve
+
+    tables = {"full": {"kappa": 1.0, "delay_ms": {"v100": {"1": 50, "8": 200}}}}
+    inst = inference_instance(arrival=[0], soft=[1000], hard=[2000], gpu_types=["v100"],
+                              name="v", provenance={}, models=tables, batch_sizes=(1, 8))
+    w = {"w1": np.zeros((25, 3)), "b1": np.zeros(3), "w2": np.zeros((3, 3)),
+         "b2": np.zeros(3)}  # the right sizes for batch sizes 1, 8 and one model
+    with pytest.raises(InputError, match="v100"):
+        serve(inst, PGPolicy(w))
 
 
 def test_labeller_reproduces_the_teacher_and_labels_its_choices():
@@ -173,44 +230,54 @@ def test_validation_episodes_are_disjoint_from_training_and_test_slots():
 
 
 def test_greedy_is_the_default_at_evaluation():
-    pol = load_pg_policy(gpus="p2:1")
+    pol = load_pg_policy()
     assert pol.greedy
-    assert not load_pg_policy(gpus="p2:1", greedy="false").greedy
+    assert not load_pg_policy(greedy="false").greedy
     w = {"w1": np.zeros((2, 3)), "b1": np.zeros(3), "w2": np.zeros((3, 3)),
          "b2": np.array([0.0, 2.0, 1.0])}
     assert PGPolicy(w).act(np.ones(2)) == 1
 
 
-@pytest.mark.parametrize("gpus", sorted(SHIPPED))
-def test_shipped_weights_load_and_run(gpus):
+@pytest.mark.parametrize("gpus,scale", [("p2:1", 1.0), ("p2:2", 2.0), ("g2:5,p2:5", 8.0),
+                                        ("g2:2,p2:1", 3.0)])
+def test_one_shipped_policy_runs_on_every_cluster(gpus, scale):
     from safetensors import safe_open
 
     from dlsched.instances.inference_gen import generate_inference
     from dlsched.serve.engine import serve
 
-    if not shipped_weights(gpus).exists():
-        pytest.fail(f"shipped weights for {gpus} are missing: {shipped_weights(gpus)}")
-    inst = generate_inference(seed=11, gpus=gpus, hours=0.01, scale=8.0 if "g2" in gpus else 1.0)
-    run = serve(inst, load_pg_policy(gpus=gpus), noise_cv=0.0)  # a decision: table delays
+    if not shipped_weights().exists():
+        pytest.fail(f"shipped weights are missing: {shipped_weights()}")
+    inst = generate_inference(seed=11, gpus=gpus, hours=0.01, scale=scale)
+    run = serve(inst, load_pg_policy(), noise_cv=0.0)  # a decision: table delays
     assert validate(inst, run.decision()).ok
     assert len(run.batches) > 0
-    again = serve(inst, load_pg_policy(gpus=gpus), noise_cv=0.0)
+    again = serve(inst, load_pg_policy(), noise_cv=0.0)
     assert again.batches == run.batches
-    curve = shipped_weights(gpus).parent / "learning_curve.csv"
-    assert curve.exists()
-    with safe_open(str(shipped_weights(gpus)), framework="numpy") as fh:
+    assert (shipped_weights().parent / "learning_curve.csv").exists()
+    with safe_open(str(shipped_weights()), framework="numpy") as fh:
         meta = fh.metadata()
     assert meta["command"].startswith("dlsched rl train inference")
-    assert f"--gpus {gpus}" in meta["command"]
 
 
-def test_weights_for_another_cluster_are_refused():
+def test_weights_for_other_batch_sizes_are_refused():
     from dlsched.errors import InputError
     from dlsched.instances.inference_gen import generate_inference
     from dlsched.serve.engine import serve
 
     inst = generate_inference(seed=1, gpus="p2:2", hours=0.005)
-    if not shipped_weights("p2:1").exists():
-        pytest.fail("shipped p2:1 weights missing")
+    w = {"w1": np.zeros((5, 3)), "b1": np.zeros(3), "w2": np.zeros((3, 15)),
+         "b2": np.zeros(15)}
     with pytest.raises(InputError, match="features"):
-        serve(inst, load_pg_policy(gpus="p2:1"))
+        serve(inst, PGPolicy(w))
+
+
+def test_the_clone_of_a_run_is_what_a_run_without_policy_gradient_writes(tmp_path):
+    with_pg = train(TINY, tmp_path / "pg", log=lambda *_: None)
+    clone_only = train(TrainConfig(**{**TINY.__dict__, "iterations": 0}), tmp_path / "bc",
+                       log=lambda *_: None)
+    assert with_pg["clone"] == {"tag": clone_only["selected"], "q": clone_only["val_mean_q"]}
+    wa = read_weights(tmp_path / "pg" / "clone.safetensors")
+    wb = read_weights(tmp_path / "bc" / "policy.safetensors")
+    for k in wa:
+        assert wa[k].tobytes() == wb[k].tobytes(), k

@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
 pytest.importorskip("safetensors")
 
 from dlsched.errors import InputError  # noqa: E402
@@ -66,7 +65,8 @@ def test_adaptive_teacher_is_the_best_grid_pair_of_each_episode():
     eps = training_episodes(cfg)
     adaptive, given = teacher_params(cfg, eps)
     assert adaptive["name"] == "adaptive" and len(adaptive["per_episode"]) == 2
-    assert given == {"name": "given", "alpha": 0.5, "beta": 0.5}
+    assert given == {"name": "given", "alpha": 0.5, "beta": 0.5,
+                     "by_cluster": {"p2:1@x1": {"alpha": 0.5, "beta": 0.5}}}
     for e, pick in zip(eps, adaptive["per_episode"], strict=True):
         q = {(a, b): summary(serve(e, HeuristicPolicy(alpha=a, beta=b)))["mean_q"]
              for a in ALPHAS for b in BETAS}

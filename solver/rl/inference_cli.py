@@ -16,9 +16,12 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     from .inference_episodes import TrainConfig
 
     d = TrainConfig()
-    p.add_argument("--gpus", default=d.gpus, help=f"cluster ({d.gpus}; paper: g2:5,p2:5)")
-    p.add_argument("--scale", type=float, default=d.scale, help="arrival multiplier (8 for "
-                   "the paper's cluster)")
+    p.add_argument("--gpus", default=d.gpus,
+                   help=f"cluster, or clusters ';'-separated, cycled over the episodes "
+                   f"({d.gpus}; the shipped policy: 'p2:1;g2:5,p2:5')")
+    p.add_argument("--scale", default=str(d.scale),
+                   help="arrival multiplier, one for all clusters or one per cluster "
+                   "';'-separated (8 for the paper's cluster; the shipped policy: '1;8')")
     p.add_argument("--peak-qps", default=str(d.peak_qps),
                    help="queries/s at the daily peak of the training and validation episodes: "
                    "one value, or a comma list cycled over the episodes (e.g. 24,30,36)")
@@ -66,10 +69,11 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def train_command(args: argparse.Namespace) -> int:
-    from .inference_episodes import TrainConfig, parse_peak_qps
+    from .inference_episodes import TrainConfig, clusters, parse_peak_qps, parse_scale
     from .inference_train import train
 
-    cfg = TrainConfig(gpus=args.gpus, scale=args.scale, peak_qps=parse_peak_qps(args.peak_qps),
+    cfg = TrainConfig(gpus=args.gpus, scale=parse_scale(args.scale),
+                      peak_qps=parse_peak_qps(args.peak_qps),
                       episodes=args.episodes, episode_minutes=args.episode_minutes,
                       val_episodes=args.val_episodes, iterations=args.iterations,
                       rollouts=args.rollouts, bc_epochs=args.bc_epochs, dagger=args.dagger,
@@ -89,13 +93,13 @@ def train_command(args: argparse.Namespace) -> int:
             ("--lr", cfg.lr, cfg.lr > 0, "> 0"), ("--pg-lr", cfg.pg_lr, cfg.pg_lr > 0, "> 0"),
             ("--gamma", cfg.gamma, 0 < cfg.gamma <= 1, "in (0, 1]"),
             ("--entropy", cfg.entropy, cfg.entropy >= 0, ">= 0"),
-            ("--scale", cfg.scale, cfg.scale > 0, "> 0"),
             ("--episode-minutes", cfg.episode_minutes, cfg.episode_minutes > 0, "> 0"),
             ("--max-cpu-seconds", cfg.max_cpu_seconds, cfg.max_cpu_seconds > 0, "> 0"),
             ("--teacher-alpha", cfg.teacher_alpha, True, "finite"),
             ("--teacher-beta", cfg.teacher_beta, True, "finite")):
         if not (math.isfinite(value) and ok):
             raise InputError(f"{option} {value}", field=option, fix=f"use a finite number {rule}")
+    clusters(cfg)  # one scale or one per cluster
     command = "dlsched rl train inference " + " ".join(shlex.quote(a) for a in sys.argv[4:])
     result = train(cfg, args.out, command=command)
     print(json.dumps(result))
@@ -109,9 +113,8 @@ def add_evaluate_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def evaluate_command(args: argparse.Namespace) -> int:
-    from ..heuristics.inference_pg import gpus_of, load_pg_policy
+    from ..heuristics.inference_pg import load_pg_policy
     from ..instance_io import load_instance
-    from ..problems.inference import inference_data
     from ..serve.engine import serve
     from ..serve.metrics import summary
 
@@ -120,7 +123,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
         if inst.problem != "inference":
             raise InputError(f"problem is {inst.problem!r}", field="problem",
                              source=path, fix="pass an inference workload")
-        policy = load_pg_policy(args.weights, gpus=gpus_of(inference_data(inst)), seed=args.seed)
+        policy = load_pg_policy(args.weights, seed=args.seed)
         run = serve(inst, policy, seed=args.seed)
         s = summary(run)
         print(json.dumps({"workload": path, "mean_q": s["mean_q"],

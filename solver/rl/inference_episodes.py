@@ -1,7 +1,10 @@
 """The training and validation episodes of the ``pg`` policy, and the run's settings.
 
 Episodes (Sec. 4.1): 10-minute slices of the generated stream from 9 h to 12 h, one per
-seed (see :mod:`dlsched.rl.inference_train` for the whole method).
+seed (see :mod:`dlsched.rl.inference_train` for the whole method). ``gpus`` names one
+cluster or several separated by ``;`` (e.g. ``p2:1;g2:5,p2:5``), each with its arrival
+``scale`` (one value for all, or one per cluster); episode i is on cluster i mod C at peak
+rate ``peak_qps[(i // C) mod P]``, so every cluster meets every peak rate.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ class TrainConfig:
     """Everything that determines a training run (recorded with the weights)."""
 
     gpus: str = "p2:1"
-    scale: float = 1.0
+    scale: float | tuple[float, ...] = 1.0
     peak_qps: float | tuple[float, ...] = 24.0
     episodes: int = 6
     episode_minutes: float = 10.0
@@ -56,6 +59,38 @@ def parse_peak_qps(text: str) -> float | tuple[float, ...]:
     return values[0] if len(values) == 1 else values
 
 
+def parse_scale(text: str) -> float | tuple[float, ...]:
+    """``--scale``: one arrival multiplier, or a ``;`` list, one per ``--gpus`` cluster."""
+    try:
+        values = tuple(float(v) for v in text.split(";"))
+    except ValueError:
+        values = ()
+    if not values or not all(np.isfinite(v) and v > 0 for v in values):
+        raise InputError(f"{text!r} is not a positive number or ';' list of them",
+                         field="--scale", fix="e.g. --scale 1 or --scale '1;8'")
+    return values[0] if len(values) == 1 else values
+
+
+def clusters(cfg: TrainConfig) -> list[tuple[str, float]]:
+    """The (GPUs, arrival scale) of each cluster the episodes cycle over."""
+    names = [g.strip() for g in cfg.gpus.split(";")]
+    scales = (tuple(float(v) for v in cfg.scale) if isinstance(cfg.scale, tuple | list)
+              else (float(cfg.scale),))
+    if len(scales) == 1:
+        scales = scales * len(names)
+    if len(scales) != len(names) or not all(names):
+        raise InputError(f"{len(names)} clusters in --gpus {cfg.gpus!r} but {len(scales)} "
+                         "scales", field="--scale",
+                         fix="give one --scale for all clusters or one per cluster, ';'-separated")
+    return list(zip(names, scales, strict=True))
+
+
+def cluster_key(inst: Instance) -> tuple[str, float]:
+    """The (GPUs, scale) an episode was generated for."""
+    args = inst.provenance["arguments"]
+    return str(args["gpus"]), float(args["scale"])
+
+
 def peaks(cfg: TrainConfig) -> tuple[float, ...]:
     """The peak rates cycled over the episodes (one value: every episode at it)."""
     if isinstance(cfg.peak_qps, tuple | list):
@@ -68,12 +103,15 @@ def _episodes(cfg: TrainConfig, count: int, seed0: int) -> list[Instance]:
 
     span = 3.0 - cfg.episode_minutes / 60.0
     rates = peaks(cfg)
+    where = clusters(cfg)
     out = []
     for i in range(count):
         start = 9.0 + span * (i + 0.5) / count
-        out.append(generate_inference(seed=seed0 + i + 7919 * cfg.seed, gpus=cfg.gpus,
+        gpus, scale = where[i % len(where)]
+        out.append(generate_inference(seed=seed0 + i + 7919 * cfg.seed, gpus=gpus,
                                       start_hour=start, hours=cfg.episode_minutes / 60.0,
-                                      peak_qps=rates[i % len(rates)], scale=cfg.scale))
+                                      peak_qps=rates[(i // len(where)) % len(rates)],
+                                      scale=scale))
     return out
 
 
@@ -89,6 +127,7 @@ def validation_episodes(cfg: TrainConfig) -> list[Instance]:
 
 
 def tuning_episodes(gpus: str, scale: float) -> list[Instance]:
-    """The episodes ``inference_paper --tune`` tunes the heuristic on (3 × 10 min)."""
+    """The episodes ``inference_paper --tune`` tunes the heuristic on (3 × 10 min of one
+    cluster)."""
     return training_episodes(TrainConfig(gpus=gpus, scale=scale, episodes=3,
                                          episode_minutes=10.0))

@@ -13,7 +13,13 @@ from ..heuristics.inference_pg import Featurizer, PGPolicy, action_table
 from ..instance import Instance
 from ..problems.inference.policies import HeuristicPolicy
 from ..serve.engine import serve
-from .inference_episodes import TrainConfig, training_episodes, tuning_episodes
+from .inference_episodes import (
+    TrainConfig,
+    cluster_key,
+    clusters,
+    training_episodes,
+    tuning_episodes,
+)
 
 TEACHERS = ("benchmark", "train", "given", "adaptive")
 
@@ -26,7 +32,8 @@ def teacher_params(cfg: TrainConfig,
                    episodes: list[Instance] | None = None) -> list[dict]:
     """The teacher heuristics (see the module docstring), duplicates removed.
 
-    Each is ``{"name", "alpha", "beta"}`` (one α, β for every episode) or, for
+    Each is ``{"name", "by_cluster": {"GPUS@xSCALE": {"alpha", "beta"}}}`` (one α, β per
+    cluster; with one cluster, ``alpha`` and ``beta`` are also given at the top) or, for
     ``adaptive``, ``{"name": "adaptive", "per_episode": [{"alpha", "beta"}, ...]}`` with
     one pair per training episode (``episodes``, default :func:`training_episodes`)."""
     from ..serve.tune import tune_heuristic
@@ -43,30 +50,46 @@ def teacher_params(cfg: TrainConfig,
             entry: dict = {"name": name, "per_episode": [_pair(tune_heuristic([e])[0])
                                                          for e in eps]}
         else:
-            if name == "benchmark":
-                best, _grid = tune_heuristic(tuning_episodes(cfg.gpus, cfg.scale))
-            elif name == "train":
-                best, _grid = tune_heuristic(eps)
-            else:
-                best = {"alpha": cfg.teacher_alpha, "beta": cfg.teacher_beta}
-            entry = {"name": name, **_pair(best)}
-        if all(schedule(entry, len(eps)) != schedule(t, len(eps)) for t in out):
+            by: dict[str, dict[str, float]] = {}
+            for gpus, scale in clusters(cfg):
+                if name == "benchmark":
+                    best, _grid = tune_heuristic(tuning_episodes(gpus, scale))
+                elif name == "train":
+                    best, _grid = tune_heuristic([e for e in eps
+                                                  if cluster_key(e) == (gpus, scale)] or eps)
+                else:
+                    best = {"alpha": cfg.teacher_alpha, "beta": cfg.teacher_beta}
+                by[_key((gpus, scale))] = _pair(best)
+            entry = {"name": name, "by_cluster": by}
+            if len(by) == 1:
+                entry.update(next(iter(by.values())))
+        if all(schedule(entry, eps) != schedule(t, eps) for t in out):
             out.append(entry)
     return out
 
 
-def schedule(teacher: dict, count: int) -> list[dict[str, float]]:
-    """A teacher's α, β on each of ``count`` training episodes."""
+def _key(cluster: tuple[str, float]) -> str:
+    return f"{cluster[0]}@x{cluster[1]:g}"
+
+
+def pair_for(teacher: dict, episode: Instance) -> dict[str, float]:
+    """A cluster-wise teacher's α, β on ``episode`` (by the episode's cluster)."""
+    return dict(teacher["by_cluster"][_key(cluster_key(episode))])
+
+
+def schedule(teacher: dict, episodes: list[Instance]) -> list[dict[str, float]]:
+    """A teacher's α, β on each of the training ``episodes``."""
     if "per_episode" in teacher:
         return [dict(p) for p in teacher["per_episode"]]
-    return [_pair(teacher)] * count
+    return [pair_for(teacher, e) for e in episodes]
 
 
 def teacher_tag(teacher: dict) -> str:
-    """Short label of a teacher in stage names: ``a=..,b=..`` or ``adaptive``."""
-    if "per_episode" in teacher:
-        return teacher["name"]
-    return f"a={teacher['alpha']:g},b={teacher['beta']:g}"
+    """Short label of a teacher in stage names: ``a=..,b=..`` (one cluster), else its
+    name."""
+    if "alpha" in teacher:
+        return f"a={teacher['alpha']:g},b={teacher['beta']:g}"
+    return teacher["name"]
 
 
 class _Labeller:

@@ -2,11 +2,13 @@
 
 Episodes (Sec. 4.1): 10-minute slices of the generated stream from 9 h to 12 h (the
 paper's training span), one per seed (1000 + i), at the daily peak rate ``peak_qps`` —
-one value, or (ours, stated) a tuple of values cycled over the episodes (episode i at
-``peak_qps[i % len(peak_qps)]``; validation episodes likewise), so that the episodes
-span a range of loads. Everything is seeded and deterministic
-on CPU (``torch.set_num_threads(1)``, a seeded torch Generator for minibatch order, one
-numpy Generator per rollout). The phases, and what is ours rather than the paper's:
+one value, or (ours, stated) a tuple of values cycled over the episodes — on one cluster
+or several (``gpus`` ``;``-separated, :mod:`.inference_episodes`), so that one policy
+sees a range of loads and cluster sizes. Everything is seeded and the same bits on any
+machine with the same numpy: the network's arithmetic is
+:mod:`dlsched.heuristics.inference_net` and :mod:`.inference_fit` (no BLAS, no torch,
+no CPU-dispatched exp/tanh; seeded numpy Generators for the initial network, the
+minibatch order and each rollout). The phases, and what is ours rather than the paper's:
 
 1. teachers (ours, stated): Eq. 2 heuristics, by ``teachers`` (comma-separated):
    ``benchmark`` — α, β tuned exactly as ``benchmarks/inference_paper.py --tune`` does
@@ -50,7 +52,9 @@ Training stops after ``iterations`` or once ``max_cpu_seconds`` of CPU time are 
 
 The weights are written with safetensors (numpy arrays ``w1 b1 w2 b2``, standardization
 folded into ``w1 b1``; metadata: the command, configuration, seed, teacher α/β, feature
-and action layout, the selected checkpoint), the learning curve as CSV.
+and action layout, the selected checkpoint) as ``policy.safetensors``, the best clone
+(where policy gradient started; the ablation's "clone only") as ``clone.safetensors``,
+the learning curve as CSV.
 """
 
 from __future__ import annotations
@@ -70,7 +74,14 @@ from ..problems.inference import inference_data
 from ..problems.inference.policies import HeuristicPolicy
 from ..serve.engine import serve
 from .inference_episodes import TrainConfig, training_episodes, validation_episodes
-from .inference_teachers import schedule, teacher_labels, teacher_params, teacher_tag
+from .inference_fit import Adam, Network, cross_entropy, cross_entropy_step, reinforce_step
+from .inference_teachers import (
+    pair_for,
+    schedule,
+    teacher_labels,
+    teacher_params,
+    teacher_tag,
+)
 
 
 def rewards_of(run, trace, cfg: TrainConfig) -> np.ndarray:
@@ -124,28 +135,22 @@ def mean_q(inst: Instance, policy) -> float:
 def train(cfg: TrainConfig, out_dir: str | Path, *, command: str = "",
           log=print) -> dict[str, float]:
     """Train, write ``<out_dir>/policy.safetensors`` and ``learning_curve.csv``."""
-    import torch
     from safetensors.numpy import save_file
 
-    torch.set_num_threads(1)
-    torch.manual_seed(cfg.seed)
-    gen = torch.Generator().manual_seed(cfg.seed)
     cpu0 = time.process_time()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     episodes = training_episodes(cfg)
     val = validation_episodes(cfg)
     teachers = teacher_params(cfg, episodes)
-    plans = [schedule(t, len(episodes)) for t in teachers]
+    plans = [schedule(t, episodes) for t in teachers]
     for t in teachers:
         if "per_episode" in t:
             log(f"teacher {t['name']}: per episode (alpha, beta) "
                 + " ".join(f"({p['alpha']:g},{p['beta']:g})" for p in t["per_episode"]))
         else:
-            log(f"teacher {t['name']} heuristic: alpha {t['alpha']}, beta {t['beta']}")
-
-    def heuristic(t: dict[str, float]) -> HeuristicPolicy:
-        return HeuristicPolicy(alpha=t["alpha"], beta=t["beta"])
+            log(f"teacher {t['name']} heuristic: " + ", ".join(
+                f"{k} alpha {p['alpha']}, beta {p['beta']}" for k, p in t["by_cluster"].items()))
 
     def val_q(t: dict) -> float:
         """A teacher's validation mean Q; ``adaptive``: tuned on each validation episode
@@ -155,13 +160,10 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, command: str = "",
         if "per_episode" in t:
             return float(np.mean([max(g["mean_q"] for g in tune_heuristic([e])[1])
                                   for e in val]))
-        return float(np.mean([mean_q(e, heuristic(t)) for e in val]))
+        return float(np.mean([mean_q(e, HeuristicPolicy(**pair_for(t, e))) for e in val]))
 
     data0 = inference_data(episodes[0])
     n_in, n_out = feature_size(data0), len(action_table(data0))
-    net = torch.nn.Sequential(torch.nn.Linear(n_in, HIDDEN), torch.nn.Tanh(),
-                              torch.nn.Linear(HIDDEN, n_out)).double()
-    init = {k: v.clone() for k, v in net.state_dict().items()}
     curve: list[dict[str, float]] = []
     val_teacher = [val_q(t) for t in teachers]
     ref = val_teacher[0]  # the first teacher (by default the benchmark's heuristic)
@@ -175,36 +177,26 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, command: str = "",
     sd = x_all.std(0)
     sd[sd < 1e-9] = 1.0
     del x_all
-    mu_t, sd_t = torch.tensor(mu), torch.tensor(sd)
+    network = Network(n_in, HIDDEN, n_out, cfg.seed, mu, sd)
+    init = network.state()
+    order = np.random.default_rng([int(cfg.seed), 31])  # minibatch order
 
-    def weights() -> dict[str, np.ndarray]:
-        w1 = net[0].weight.detach().numpy().T / sd[:, None]
-        b1 = net[0].bias.detach().numpy() - mu @ w1
-        return {"w1": np.ascontiguousarray(w1), "b1": b1.copy(),
-                "w2": net[2].weight.detach().numpy().T.copy(),
-                "b2": net[2].bias.detach().numpy().copy()}
-
-    def logits(x: torch.Tensor) -> torch.Tensor:
-        return net((x - mu_t) / sd_t)
+    def validate_now() -> float:
+        w = network.weights()
+        return float(np.mean([mean_q(e, PGPolicy(w)) for e in val]))
 
     def fit(stage: str, xs: list[np.ndarray], ys: list[int]) -> None:
-        x = torch.tensor(np.stack(xs), dtype=torch.float64)
-        y = torch.tensor(ys, dtype=torch.long)
-        opt = torch.optim.Adam(net.parameters(), lr=cfg.lr)
+        x = np.stack(xs)
+        y = np.asarray(ys, dtype=np.int64)
+        opt = Adam(network, cfg.lr)
         n = x.shape[0]
         for _epoch in range(cfg.bc_epochs):
-            perm = torch.randperm(n, generator=gen)
+            perm = order.permutation(n)
             for lo in range(0, n, cfg.batch_size):
                 idx = perm[lo:lo + cfg.batch_size]
-                opt.zero_grad()
-                loss = torch.nn.functional.cross_entropy(logits(x[idx]), y[idx])
-                loss.backward()
-                opt.step()
-        with torch.no_grad():
-            z = logits(x)
-            acc = float((z.argmax(1) == y).double().mean())
-            loss = float(torch.nn.functional.cross_entropy(z, y))
-        q = float(np.mean([mean_q(e, PGPolicy(weights())) for e in val]))
+                cross_entropy_step(network, opt, x[idx], y[idx])
+        loss, acc = cross_entropy(network, x, y)
+        q = validate_now()
         log(f"{stage}: {n} labels, loss {loss:.4f}, agreement {acc:.4f}, validation mean Q "
             f"{q:.4f} (reference heuristic {ref:.4f})")
         curve.append({"phase": stage, "iteration": 0, "episode": -1, "labels": n,
@@ -217,41 +209,41 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, command: str = "",
     def consider(tag: str) -> None:
         q = curve[-1]["val_greedy_mean_q"]
         if not best or q > best["q"] + 1e-12:
-            best.update(q=q, tag=tag, weights=weights(),
-                        state={k: v.clone() for k, v in net.state_dict().items()})
+            best.update(q=q, tag=tag, weights=network.weights(), state=network.state())
 
     if cfg.bc_epochs > 0:
         for j, t in enumerate(teachers):
-            net.load_state_dict(init)
+            network.load(init)
             xs, ys = list(labels[j][0]), list(labels[j][1])
             name = f"bc{j + 1}({teacher_tag(t)})"
             fit(name, xs, ys)
             consider(name)
             for r in range(cfg.dagger):
-                more_x, more_y = teacher_labels(episodes, plans[j], weights())
+                more_x, more_y = teacher_labels(episodes, plans[j], network.weights())
                 xs.extend(more_x)
                 ys.extend(more_y)
                 fit(f"{name}-dagger{r + 1}", xs, ys)
                 consider(f"{name}-dagger{r + 1}")
-        net.load_state_dict(best["state"])
+        network.load(best["state"])
     else:
-        q = float(np.mean([mean_q(e, PGPolicy(weights())) for e in val]))
         curve.append({"phase": "init", "iteration": 0, "episode": -1, "labels": 0,
                       "agreement": float("nan"), "sampled_mean_q": float("nan"),
-                      "val_greedy_mean_q": q, "val_teacher_mean_q": ref,
+                      "val_greedy_mean_q": validate_now(), "val_teacher_mean_q": ref,
                       "cpu_seconds": time.process_time() - cpu0})
         consider("init")
     del labels
+    clone = {"tag": best["tag"], "q": best["q"]}
+    clone_weights = best["weights"]
 
     # phase 2: REINFORCE
-    opt = torch.optim.Adam(net.parameters(), lr=cfg.pg_lr)
+    opt = Adam(network, cfg.pg_lr)
     done = 0
     for it in range(cfg.iterations):
         if time.process_time() - cpu0 > cfg.max_cpu_seconds:
             log(f"CPU budget of {cfg.max_cpu_seconds:g} s reached after {it} iterations")
             break
         e = it % len(episodes)
-        w = weights()
+        w = network.weights()
         states, actions, advantages, sampled, returns, traces = [], [], [], [], [], []
         for k in range(cfg.rollouts):
             pol = PGPolicy(w, greedy=False, rng=np.random.default_rng([cfg.seed, it, k]))
@@ -274,17 +266,10 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, command: str = "",
                 states.append(s)
                 actions.append(a)
                 advantages.append(v)
-        adv_t = torch.tensor(np.asarray(advantages), dtype=torch.float64)
-        adv_t = adv_t / (adv_t.std() + 1e-8)
-        x = torch.tensor(np.stack(states), dtype=torch.float64)
-        a_t = torch.tensor(actions, dtype=torch.long)
-        opt.zero_grad()
-        logp = torch.log_softmax(logits(x), dim=1)
-        chosen = logp.gather(1, a_t[:, None])[:, 0]
-        entropy = -(logp.exp() * logp).sum(1).mean()
-        loss = -(chosen * adv_t).mean() - cfg.entropy * entropy
-        loss.backward()
-        opt.step()
+        adv = np.asarray(advantages)
+        adv = adv / (adv.std(ddof=1) + 1e-8) if adv.size > 1 else adv
+        reinforce_step(network, opt, np.stack(states), np.asarray(actions, dtype=np.int64),
+                       adv, cfg.entropy)
         done = it + 1
         row = {"phase": "pg", "iteration": done, "episode": e, "labels": 0,
                "agreement": float("nan"), "sampled_mean_q": float(np.mean(sampled)),
@@ -293,8 +278,7 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, command: str = "",
         curve.append(row)
         last = done == cfg.iterations or time.process_time() - cpu0 > cfg.max_cpu_seconds
         if done % cfg.eval_every == 0 or last:
-            row["val_greedy_mean_q"] = float(np.mean([mean_q(ep, PGPolicy(weights()))
-                                                      for ep in val]))
+            row["val_greedy_mean_q"] = validate_now()
             row["cpu_seconds"] = time.process_time() - cpu0
             consider(f"pg{done}")
             log(f"iteration {done}: sampled {row['sampled_mean_q']:.4f} validation greedy "
@@ -302,21 +286,26 @@ def train(cfg: TrainConfig, out_dir: str | Path, *, command: str = "",
                 f"({row['cpu_seconds']:.0f} CPU s)")
     log(f"selected checkpoint {best['tag']}: validation mean Q {best['q']:.4f} "
         f"(reference heuristic {ref:.4f})")
-    meta = {"format": "dlsched inference pg policy 2", "command": command,
+    meta = {"format": "dlsched inference pg policy 3", "command": command,
             "config": json.dumps(asdict(cfg), sort_keys=True), "seed": str(cfg.seed),
             "teachers": json.dumps(teachers, sort_keys=True), "features": str(n_in),
             "actions": json.dumps(action_table(data0)), "hidden": str(HIDDEN),
             "selected": best["tag"], "val_mean_q": f"{best['q']:.6f}",
             "val_teachers_mean_q": json.dumps([round(v, 6) for v in val_teacher]),
-            "pg_iterations": str(done),
+            "pg_iterations": str(done), "clone": json.dumps(clone),
             "cpu_seconds": f"{time.process_time() - cpu0:.1f}"}
     with atomic_path(out / "policy.safetensors") as tmp:
         save_file({k: np.ascontiguousarray(v) for k, v in best["weights"].items()},
                   str(tmp), metadata=meta)
+    # the clone policy gradient started from: the ablation's "clone only"
+    with atomic_path(out / "clone.safetensors") as tmp:
+        save_file({k: np.ascontiguousarray(v) for k, v in clone_weights.items()}, str(tmp),
+                  metadata={**meta, "selected": clone["tag"],
+                            "val_mean_q": f"{clone['q']:.6f}"})
     with atomic_path(out / "learning_curve.csv") as tmp, open(tmp, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(curve[0]))
         writer.writeheader()
         writer.writerows(curve)
     return {"cpu_seconds": time.process_time() - cpu0, "selected": best["tag"],
-            "val_mean_q": best["q"], "val_teachers_mean_q": val_teacher,
+            "val_mean_q": best["q"], "clone": clone, "val_teachers_mean_q": val_teacher,
             "teachers": teachers}
