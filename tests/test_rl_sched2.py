@@ -145,7 +145,7 @@ def test_fast_selection_played_by_spf_is_the_simulators_spf():
     env = FastSelection(episode)
     state = env.reset()
     while state is not None:
-        state = env.step(state, teacher_action(state, state.rows(episode), SPF_WEIGHTS))[1]
+        state = env.step(state, teacher_action(state.rows(episode), SPF_WEIGHTS))[1]
     table = job_table(simulate(workload, "spf", record_events=False)).set_index("job")
     ids = [j.id for j in sorted(workload.jobs, key=lambda j: j.submit_time)]
     np.testing.assert_allclose(env.start, table.loc[ids, "start"])

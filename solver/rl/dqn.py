@@ -28,7 +28,7 @@ import json
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -69,6 +69,7 @@ def padded(rows: list[np.ndarray], masks: list[np.ndarray]) -> tuple[torch.Tenso
 
 
 def teacher_weights(teacher: str | None) -> np.ndarray | None:
+    """The teacher's priority weights (``SPF_WEIGHTS`` or learned-priority's), or None."""
     if teacher is None:
         return None
     if teacher == "spf":
@@ -80,7 +81,7 @@ def teacher_weights(teacher: str | None) -> np.ndarray | None:
     raise ValueError(f"teacher {teacher!r}: use spf, priority or None")
 
 
-def teacher_action(state: State, rows: np.ndarray, weights: np.ndarray) -> int:
+def teacher_action(rows: np.ndarray, weights: np.ndarray) -> int:
     """The whole-queue priority's pick: its first job (ties: the oldest)."""
     return int(np.argmin(rows[:-1, : len(FEATURES)] @ weights))
 
@@ -190,7 +191,7 @@ def demonstrate(learner: Learner, weights: np.ndarray, episodes: Sequence[int]) 
         env = FastSelection(learner.train_set[k], k, s.window)
         steps, state = NStep(s.n_step, s.gamma, learner.demos), env.reset()
         while state is not None:
-            a = teacher_action(state, learner.rows(state), weights)
+            a = teacher_action(learner.rows(state), weights)
             reward, nxt = env.step(state, a)
             steps.push(state, a, reward, nxt)
             state = nxt
@@ -213,6 +214,8 @@ def greedy_effectiveness(net: JobQ, episodes: Sequence[Episode], window: int | N
 
 @dataclass
 class DqnResult:
+    """The kept network, the validation curve, the CPU time and the best validation E."""
+
     net: JobQ
     curve: list[dict]
     cpu_s: float
@@ -293,6 +296,3 @@ def save_agent(net: JobQ, path: str | Path, window: int | None, summary: dict) -
               metadata={"features": json.dumps(list(Q_FEATURES)), "window": json.dumps(window),
                         "training": json.dumps(summary)})
 
-
-def settings_dict(s: DqnSettings) -> dict:
-    return asdict(s)
