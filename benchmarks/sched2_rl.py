@@ -8,16 +8,19 @@ must give the shipped weights bit for bit), then runs every policy through the s
 * **by share**: the 30 test episodes (1000 jobs, seeds 1000-1029, 15 × 8 GPUs, the
   congested regime, 120 s mean inter-arrival) at 60, 68 and 75 % one-GPU jobs: mean
   execution effectiveness E (Eq. 2), mean JCT, makespan and mean wait of the agent (mean
-  over training seeds, and their spread), of the paper's DQN agent (``dqn``, the shipped
-  15 × 8 weights), of FIFO, SIF, DSIF, SAF, LRF, SPF, and of the composite rule
-  ``num_gpus × duration^a`` with ``a`` tuned on a grid over the training episodes;
+  over training seeds, and their spread), of the deep-Q agent ``dqn`` (trained
+  ``--train-seeds`` times with the shipped settings, :mod:`.sched2_rl_dqn`; seed 0 must
+  give the shipped ``dqn`` weights bit for bit), of FIFO, SIF, DSIF, SAF, LRF, SPF, and of
+  the composite rule ``num_gpus × duration^a`` with ``a`` tuned on a grid over the
+  training episodes;
 * **generalization**: the same agents, without retraining, on 10 × 8, 30 × 8 and
   101 × 8 GPUs at the same load per GPU (inter-arrival 120 s × 15 / servers), 68 %;
 * **heavy regime** (part ``heavy``): episodes whose median ideal time is 5270 s instead of
   1800 s, calibrated so that SPF's mean wait on training seeds 0-4 is Fig. 10b's
   baseline wait (19,075 s), with an agent trained there;
 * **ablation** (part ``ablation``): warm start only (SPF's order), the agent, no warm start
-  (zero weights, the same generations), and windows J = 10 and 30;
+  (zero weights, the same generations), and windows J = 10 and 30; part ``dqn-ablation``:
+  the DQN learner's (:func:`.sched2_rl_dqn.dqn_ablation`), in both regimes;
 * **small workloads**: on 2 × 4 GPUs with ``--small-jobs`` jobs, the shipped agent's and
   the rules' makespan and total completion time beside the exact offline optima
   (every ``offline-*`` method of ``sched2``);
@@ -27,7 +30,7 @@ must give the shipped weights bit for bit), then runs every policy through the s
   clairvoyant optimum: the policies decide online).
 
     python -m dlsched.benchmarks.sched2_rl [--episodes 30] [--train-seeds 3]
-                                           [--parts main,heavy,ablation,small,optimum]
+                                           [--parts main,heavy,ablation,dqn-ablation,small,optimum]
 
 The default parts are ``main`` (by share and generalization), ``small`` and ``optimum``;
 each part can run in its own process.
@@ -54,6 +57,7 @@ from dlsched.instance import Instance
 from dlsched.instances.sched2_gen import generate_sched2
 from dlsched.markdown import markdown_table
 from dlsched.registry import methods_for
+from dlsched.rl.dqn_settings import DqnSettings
 from dlsched.rl.sched2_search import (
     SPF_WEIGHTS,
     Episode,
@@ -68,6 +72,13 @@ from dlsched.solve import solve
 
 from .paper_claims import claim
 from .sched2_optimum import composite_weights, optimum_gaps
+from .sched2_rl_dqn import (
+    dqn_ablation,
+    dqn_policies,
+    dqn_row,
+    reproduces_shipped,
+    train_dqn_agents,
+)
 
 SHARES = (0.60, 0.68, 0.75)
 HEAVY_MEDIAN_S = 5270.0
@@ -75,7 +86,7 @@ TRAINING_SEEDS = list(TRAIN_SEEDS)[:4]
 """The shipped training's episodes per one-GPU share (``--train-episodes 4``)."""
 COMPOSITE_GRID = tuple(round(a, 2) for a in np.arange(0.1, 1.01, 0.1))
 METRICS = ("effectiveness_mean", "jct_mean", "makespan", "wait_mean")
-PARTS = {"main", "heavy", "ablation", "small", "optimum"}
+PARTS = {"main", "heavy", "ablation", "dqn-ablation", "small", "optimum"}
 
 
 def _weights_file(folder: Path, name: str, weights: np.ndarray) -> str:
@@ -133,12 +144,13 @@ def agent_stats(per: dict[str, dict], agents: list[str]) -> dict:
 
 
 def compare_on(workloads: list[Instance], agents: list[str], composite: str,
-               extra: dict[str, Policy] | None = None) -> dict:
+               dqn_agents: list[str] | None = None) -> dict:
     policies = {f"agent{k}": Policy("learned-priority", options={"weights": w})
                 for k, w in enumerate(agents)}
     policies.update({r: Policy(r) for r in RULES})
     policies["composite"] = Policy("learned-priority", options={"weights": composite})
-    policies.update(extra or {})
+    extra = dqn_policies(dqn_agents or [])
+    policies.update(extra)
     per = run_all(workloads, policies)
     best = max(RULES, key=lambda r: per[r]["effectiveness_mean"])
     agent = agent_stats(per, list(policies)[: len(agents)])
@@ -159,8 +171,7 @@ def compare_on(workloads: list[Instance], agents: list[str], composite: str,
                                              "episodes_won": int((diffs > 0).sum()),
                                              "episodes": len(diffs)}
     if extra:
-        row.update({f"{name}_E": per[name]["effectiveness_mean"] for name in extra})
-        row.update({f"{name}_jct_mean_s": per[name]["jct_mean"] for name in extra})
+        row.update(dqn_row(per, list(extra), best))
     return row
 
 
@@ -172,8 +183,10 @@ def print_share(title: str, row: dict) -> None:
              ["composite (tuned)", f"{row['composite_E']:.4f}",
               f"{row['composite_jct_mean_s'] / 3600:.3f}", "", ""]]
     if "dqn_E" in row:
-        lines.append(["dqn (the paper's learner, 15 x 8 weights)", f"{row['dqn_E']:.4f}",
-                      f"{row['dqn_jct_mean_s'] / 3600:.3f}", "", ""])
+        lines.append([f"dqn (mean of {len(row['dqn_E_by_seed'])} seeds)", f"{row['dqn_E']:.4f}",
+                      f"{row['dqn_jct_mean_s'] / 3600:.3f}",
+                      f"{row['dqn_makespan_s'] / 3600:.1f}",
+                      f"{row['dqn_wait_mean_s'] / 3600:.3f}"])
     lines += [[r, f"{m['effectiveness_mean']:.4f}", f"{m['jct_mean'] / 3600:.3f}",
                f"{m['makespan'] / 3600:.1f}", f"{m['wait_mean'] / 3600:.3f}"]
               for r, m in row["rules"].items()]
@@ -218,13 +231,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--generalization-episodes", type=int, default=10,
                         help="test episodes per other cluster (10)")
     parser.add_argument("--parts", default="main,small,optimum",
-                        help="comma-separated: main, heavy, ablation, small, optimum "
-                             "(main,small,optimum)")
+                        help="comma-separated: main, heavy, ablation, dqn-ablation, small, "
+                             "optimum (main,small,optimum)")
     parser.add_argument("--jobs", type=int, default=1000, help="jobs per episode (1000)")
     parser.add_argument("--generations", type=int, default=SearchSettings.generations,
                         help="CEM generations per training (the shipped 20)")
     parser.add_argument("--population", type=int, default=SearchSettings.population,
                         help="CEM draws per generation (the shipped 24)")
+    parser.add_argument("--dqn-episodes", type=int, default=DqnSettings.episodes,
+                        help=f"DQN training episodes (the shipped {DqnSettings.episodes})")
     parser.add_argument("--small-workloads", type=int, default=5,
                         help="small workloads beside the offline optima (5)")
     parser.add_argument("--small-jobs", type=int, default=8, help="jobs per small workload (8)")
@@ -255,6 +270,13 @@ def main(argv: list[str] | None = None) -> int:
                 strict=True)) if shipped_settings else None
             a = tune_composite(spec)
             composite = _weights_file(folder, "composite", composite_weights(a))
+            dqn_settings = replace(DqnSettings(), episodes=args.dqn_episodes)
+            dqn_agents, dqn_cpu = train_dqn_agents(folder, spec, args.train_seeds,
+                                                   TRAINING_SEEDS, dqn_settings)
+            result.update({"dqn_train_cpu_s": round(dqn_cpu, 1),
+                           "dqn_seed0_reproduces_shipped_weights": reproduces_shipped(
+                               dqn_agents[0]) if (spec == EpisodeSpec()
+                                                  and dqn_settings == DqnSettings()) else None})
             result.update({"train_seeds": args.train_seeds,
                            "train_cpu_s": round(train_cpu / args.train_seeds, 1),
                            "seed0_reproduces_shipped_weights": reproduced,
@@ -262,15 +284,16 @@ def main(argv: list[str] | None = None) -> int:
                            "by_share": {}, "generalization": {}})
             for share in SHARES:
                 workloads = replace(spec, single_share=share).workloads(test_seeds)
-                row = compare_on(workloads, agents, composite, {"dqn": Policy("dqn")})
+                row = compare_on(workloads, agents, composite, dqn_agents)
                 result["by_share"][f"{share:g}"] = row
                 print_share(f"{share:.0%} one-GPU jobs, {args.episodes} test episodes", row)
             for servers in (10, 30, 101):
                 other = replace(spec, servers=servers, interarrival=120.0 * 15 / servers)
                 workloads = other.workloads(test_seeds[: args.generalization_episodes])
-                row = compare_on(workloads, agents, composite)
+                row = compare_on(workloads, agents, composite, dqn_agents)
                 result["generalization"][f"{servers}x8"] = {
-                    "agent_E": row["agent_E"], "best_rule": row["best_rule"],
+                    "agent_E": row["agent_E"], "dqn_E": row["dqn_E"],
+                    "dqn_E_by_seed": row["dqn_E_by_seed"], "best_rule": row["best_rule"],
                     "best_rule_E": row["best_rule_E"], "sif_E": row["rules"]["sif"][
                         "effectiveness_mean"], "composite_E": row["composite_E"]}
                 print_share(f"{servers} x 8 GPUs (not trained on), 68 %", row)
@@ -284,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
             print_share("heavy regime (median ideal time 5270 s), 68 %", row)
         if "ablation" in parts:
             result["ablation"] = ablation(folder, spec, test_seeds, settings)
+        if "dqn-ablation" in parts:
+            result["dqn_ablation"] = dqn_ablation(
+                spec, replace(spec, median_duration=HEAVY_MEDIAN_S), test_seeds, TRAINING_SEEDS)
         if "small" in parts:
             result["small"] = small_workloads(args.small_workloads, args.small_jobs,
                                               args.time_limit)

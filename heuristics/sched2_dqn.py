@@ -24,8 +24,10 @@ def dqn(instance: Instance, *, weights: str | None = None) -> Decision:
     if weights is not None and not isinstance(weights, str | os.PathLike):
         raise InputError(f"weights = {weights!r}"[:80], field="options.weights",
                          fix="the path of a weights file, or leave it out for the shipped agent")
-    return dqn_decision(submitted_part(instance), load_network(weights or shipped_weights()))
+    network, window = load_network(str(weights) if weights else shipped_weights())
+    return dqn_decision(submitted_part(instance), network, window)
 
 
 register_method(MethodSpec("sched2", "dqn", "learned", heuristic_method(dqn, ("weights",)),
-                           summary="learned job selection (DQN, Sec. III), packing placement"))
+                           summary="learned job selection (deep-Q, Sec. III; one per-job "
+                           "Q-network for any cluster), packing placement"))

@@ -1,16 +1,20 @@
-"""The trained SCHED² agent as a simulator policy (``dqn``), acting with numpy only.
+"""SCHED²'s deep-Q agent as a simulator policy (``dqn``), acting with numpy only.
 
-At a snapshot the agent sees what :class:`~dlsched.rl.sched2_env.Sched2Env` shows it —
-per-GPU remaining times, the first J queued jobs, statistics of the rest — and picks jobs
-one at a time with the clock frozen (each pick placed by packing and removed from the free
-GPUs and the queue) until it picks φ or nothing among the first J fits; an idle cluster
-never waits while a job fits (the environment's masking rule). A job it starts within one
-call counts on its GPUs for its solo duration × the SCHED² locality slowdown of the
-placement (the environment's run time for generated workloads; a snapshot does not say
-whether the workload is trace-derived, where the simulator reads durations as packed).
-The Q-network's weights are read from a safetensors file with ``safetensors.numpy`` and
-evaluated in numpy, so acting needs neither torch nor pickle; training (``dlsched rl train
-sched2``) needs the ``rl`` extra.
+The agent picks jobs one at a time with the clock frozen, each placed by the packing
+placement of Fig. 2, until it picks φ (wait for the next arrival or completion), picks a
+job that does not fit (it waits for that one: the jobs behind it are blocked, as in the
+selection rules' loop) or no candidate fits; an idle cluster never waits. Its Q-network scores every
+candidate — the queued jobs, or the ``window`` oldest — with the same weights: one small
+MLP reads a row of the job's own features and a pooled summary of the cluster and the
+queue (:func:`q_rows`), and φ is one more row (the summary, its own flag). The rows do not
+depend on how many servers, GPUs per server or queued jobs there are, so one set of
+weights acts on any cluster (a size-agnostic reading of the paper's shared per-server
+weights, Eqs. 3-5). After every pick the rows are recomputed (fewer idle GPUs, a shorter
+queue).
+
+The weights are a safetensors file (``l0.weight`` … ``l2.bias``, the MLP's three layers)
+read with ``safetensors.numpy``; acting needs neither torch nor pickle. Training:
+``dlsched rl train sched2 --learner dqn`` (:mod:`dlsched.rl.dqn`).
 """
 
 from __future__ import annotations
@@ -25,49 +29,72 @@ from dlsched.decision import Decision, Placement
 from dlsched.errors import InputError
 from dlsched.files import unique_keys
 from dlsched.heuristics.sched2 import ServerRoom
-from dlsched.heuristics.selection_features import (
-    PROFILE_PLACEMENTS,
-    sched2_slot_features,
-    selection_observation,
-)
+from dlsched.heuristics.sched2_priority import FEATURES, priority_features
 from dlsched.heuristics.weights import read_safetensors
 from dlsched.instance import Instance
-from dlsched.problems.sched2 import locality_slowdown, parse_sched2_params
+from dlsched.problems.sched2 import parse_sched2_params
 
-SHIPPED = "data/sched2_dqn.safetensors"
+Q_FEATURES = (*FEATURES, "idle_share", "queue_load", "stop")
+"""A row of the Q-network: the learned priority's job features, the pooled summary (share
+of idle GPUs, log(1 + queued jobs per GPU)) and 1 for the φ row (its job features are 0)."""
+
+LAYERS = 3
+
+SHIPPED = "data/sched2_dqn/sched2_dqn.safetensors"
 """The shipped agent, relative to the ``dlsched.heuristics`` package."""
 
 
-class NumpyQNetwork:
-    """The forward pass of :class:`dlsched.rl.dqn.QNetwork` in numpy."""
+def q_rows(num_gpus: np.ndarray, duration: np.ndarray, wait: np.ndarray,
+           sensitivity: np.ndarray, idle_per_server: np.ndarray, total_gpus: int,
+           queued: int) -> np.ndarray:
+    """One row of :data:`Q_FEATURES` per candidate job, then the φ row.
 
-    def __init__(self, tensors: dict[str, np.ndarray], shape: dict[str, int]) -> None:
-        self.t = {k: v.astype(np.float64) for k, v in tensors.items()}
-        self.shape = shape
+    Parameters are those of :func:`dlsched.heuristics.sched2_priority.priority_features`.
 
-    def _linear(self, name: str, x: np.ndarray) -> np.ndarray:
-        return x @ self.t[f"{name}.weight"].T + self.t[f"{name}.bias"]
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(jobs + 1, len(Q_FEATURES))``.
+    """
+    rows = np.zeros((len(num_gpus) + 1, len(Q_FEATURES)))
+    if len(num_gpus):
+        rows[:-1, : len(FEATURES)] = priority_features(
+            num_gpus, duration, wait, sensitivity, idle_per_server, total_gpus, queued)
+    rows[:, len(FEATURES)] = float(idle_per_server.sum()) / total_gpus
+    rows[:, len(FEATURES) + 1] = np.log1p(queued / total_gpus)
+    rows[-1, -1] = 1.0
+    return rows
 
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        s = self.shape
-        gpus = s["servers"] * s["gpus_per_server"]
-        x = obs[:gpus].reshape(s["servers"], s["gpus_per_server"])
-        x = np.maximum(self._linear("server.0", x), 0)
-        x = np.maximum(self._linear("server.2", x), 0)
-        g = np.maximum(self._linear("jobs.0", obs[gpus:]), 0)
-        e = np.concatenate([x.ravel(), g])
-        h = np.maximum(self._linear("head.0", e), 0)
-        return self._linear("head.2", h)
+
+class NumpyJobQ:
+    """The Q-network's forward pass in numpy: ReLU MLP, one Q-value per row."""
+
+    def __init__(self, tensors: dict[str, np.ndarray]) -> None:
+        self.layers = [(tensors[f"l{k}.weight"].astype(np.float64).T,
+                        tensors[f"l{k}.bias"].astype(np.float64)) for k in range(LAYERS)]
+        if self.layers[0][0].shape[0] != len(Q_FEATURES):
+            raise ValueError(f"the first layer reads {self.layers[0][0].shape[0]} features, "
+                             f"not {len(Q_FEATURES)}")
+
+    def __call__(self, rows: np.ndarray) -> np.ndarray:
+        x = rows
+        for k, (w, b) in enumerate(self.layers):
+            x = x @ w + b
+            if k < LAYERS - 1:
+                x = np.maximum(x, 0.0)
+        return x[:, 0]
 
 
 @cache
-def load_network(path: str) -> NumpyQNetwork:
-    """Weights saved by ``dlsched rl train sched2`` (safetensors, metadata ``shape``)."""
+def load_network(path: str) -> tuple[NumpyJobQ, int | None]:
+    """The Q-network and its window J (None: the whole queue) from a weights file."""
     tensors, meta = read_safetensors(path, "dlsched rl train sched2 --learner dqn")
     try:
-        return NumpyQNetwork(tensors, json.loads(meta["shape"], object_pairs_hook=unique_keys))
-    except (KeyError, ValueError) as exc:
-        raise InputError(f"not a dlsched Q-network: {type(exc).__name__}: {exc}",
+        if json.loads(meta["features"], object_pairs_hook=unique_keys) != list(Q_FEATURES):
+            raise ValueError("its features are not this agent's")
+        return NumpyJobQ(tensors), json.loads(meta["window"], object_pairs_hook=unique_keys)
+    except (KeyError, ValueError, IndexError) as exc:
+        raise InputError(f"not a dlsched per-job Q-network: {type(exc).__name__}: {exc}",
                          field="weights", fix="pass a file written by `dlsched rl train "
                          "sched2 --learner dqn`", source=str(path)) from None
 
@@ -77,60 +104,38 @@ def shipped_weights() -> str:
     return str(resources.files("dlsched.heuristics").joinpath(SHIPPED))
 
 
-def observation(instance: Instance, gpu_end: np.ndarray, queue: list[int], window: int,
-                gpus_per_server: int) -> np.ndarray:
-    """The environment's observation of a snapshot (``queue``: pending job indices)."""
-    now = instance.time
-    params = parse_sched2_params(instance.params)
-    shown = [instance.jobs[j] for j in queue[:window]]
-    slots = [sched2_slot_features(params.sensitivity(job.model), int(job.num_gpus),
-                                  float(job.duration), gpus_per_server) for job in shown]
-    rest = [(int(r.num_gpus), float(r.duration), now - r.submit_time)
-            for r in (instance.jobs[j] for j in queue[window:])]
-    return selection_observation(gpu_end - now, slots, [now - j.submit_time for j in shown],
-                                 rest, window, PROFILE_PLACEMENTS + 2, gpus_per_server)
-
-
-def dqn_decision(instance: Instance, network: NumpyQNetwork) -> Decision:
+def dqn_decision(instance: Instance, network: NumpyJobQ, window: int | None) -> Decision:
     """The agent's picks at one snapshot (module docstring)."""
     cluster = instance.cluster
-    m = int(cluster.node_gpu_count.max())
-    window = network.shape["window"]
-    if (cluster.num_nodes, m) != (network.shape["servers"], network.shape["gpus_per_server"]):
-        raise InputError(
-            f"the agent was trained on {network.shape['servers']} x "
-            f"{network.shape['gpus_per_server']} GPUs, the workload has "
-            f"{cluster.num_nodes} x {m}", field="weights",
-            fix="train one for this cluster (`dlsched rl train sched2 --learner dqn --servers "
-            "S --gpus-per-server M`) or use the size-agnostic `learned-priority`")
-    room = ServerRoom(instance)
-    gpu_end = np.full(cluster.num_gpus, instance.time)
-    for r in instance.running:
-        idx = [cluster.gpu_index[g] for g in r.gpus]
-        gpu_end[idx] = instance.time + (r.remaining_s or 0.0)
-    queue = sorted(range(len(instance.jobs)),
-                   key=lambda j: (instance.jobs[j].submit_time, j))
-    idle = not instance.running
     params = parse_sched2_params(instance.params)
+    jobs = instance.jobs
+    queue = sorted(range(len(jobs)), key=lambda j: (jobs[j].submit_time, j))
+    gpus = np.array([float(j.num_gpus) for j in jobs])
+    duration = np.array([float(j.duration) for j in jobs])
+    wait = np.array([instance.time - j.submit_time for j in jobs])
+    sensitivity = np.array([params.sensitivity(j.model) for j in jobs])
+    room = ServerRoom(instance)
+    running = bool(instance.running)
     placements = []
-    while True:
-        fits = np.zeros(window + 1, dtype=bool)
-        for slot, j in enumerate(queue[:window]):
-            fits[slot] = room.place(instance.jobs[j]) is not None
-        if not fits[:window].any():
+    idle = np.array([len(f) for f in room.free], dtype=np.int64)
+    while queue:
+        shown = np.array(queue[:window])
+        if not (gpus[shown] <= idle.sum()).any():
             break
-        fits[window] = not idle
-        q = network(observation(instance, gpu_end, queue, window, m))
-        action = int(np.argmax(np.where(fits, q, -np.inf)))
-        if action == window:
+        q = network(q_rows(gpus[shown], duration[shown], wait[shown], sensitivity[shown],
+                           idle, cluster.num_gpus, len(queue)))
+        if not running:
+            q[-1] = -np.inf
+        pick = int(np.argmax(q))
+        if pick == len(shown):
             break
-        j = queue.pop(action)
-        job = instance.jobs[j]
-        gpus = room.place(job)
-        room.take(job, gpus)
-        counts = np.unique(cluster.gpu_node[gpus], return_counts=True)[1]
-        slow = locality_slowdown(params.sensitivity(job.model), counts)
-        gpu_end[gpus] = instance.time + float(job.duration) * slow
-        idle = False
-        placements.append(Placement(job.id, tuple(cluster.gpu_ids[g] for g in sorted(gpus))))
+        j = int(shown[pick])
+        placed = room.place(jobs[j])
+        if placed is None:  # it waits for this job (or its CPU / RAM shares do not fit)
+            break
+        room.take(jobs[j], placed)
+        idle -= np.bincount(cluster.gpu_node[placed], minlength=len(idle))
+        queue.remove(j)
+        running = True
+        placements.append(Placement(jobs[j].id, tuple(cluster.gpu_ids[g] for g in placed)))
     return Decision(tuple(placements))

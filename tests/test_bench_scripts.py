@@ -57,19 +57,22 @@ def test_sched2_rl_tiny(capsys):
     assert sched2_rl.main(["--episodes", "1", "--jobs", "20", "--train-seeds", "1",
                            "--generations", "1", "--population", "2",
                            "--generalization-episodes", "1", "--small-workloads", "1",
+                           "--dqn-episodes", "2",
                            "--small-jobs", "4", "--time-limit", "20",
                            "--parts", "main,heavy,ablation,small"]) == 0
     lines, figures = _lines(capsys)
-    # the agent, the composite, the paper's DQN and the six rules, per one-GPU share
+    # the agent, the composite, the DQN agent and the six rules, per one-GPU share
     assert len(_rows(lines, "learned-priority ")) == 3 + 3 + 1  # + 10, 30, 101 x 8, heavy
-    assert len(_rows(lines, "dqn ")) == 3
+    assert len(_rows(lines, "dqn ")) == 3 + 3  # + 10, 30, 101 x 8
     assert len(_rows(lines, "spf ")) == 7
     assert set(figures["by_share"]) == {"0.6", "0.68", "0.75"}
     for row in figures["by_share"].values():
         assert row["best_rule"] in ("fifo", "sif", "dsif", "saf", "lrf", "spf")
         assert row["best_rule_E"] == max(r["effectiveness_mean"] for r in row["rules"].values())
     assert set(figures["generalization"]) == {"10x8", "30x8", "101x8"}
+    assert all(0 < row["dqn_E"] <= 1 for row in figures["generalization"].values())
     assert figures["seed0_reproduces_shipped_weights"] is None  # not the shipped settings
+    assert figures["dqn_seed0_reproduces_shipped_weights"] is None
     assert figures["heavy"]["best_rule_E"] > 0
     assert set(figures["ablation"]) == {"warm start only (SPF order)", "shipped",
                                         "no warm start", "window 10", "window 30"}

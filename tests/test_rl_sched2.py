@@ -1,6 +1,10 @@
-"""SCHED²'s job-selection environment and DQN agent (needs the ``rl`` extra)."""
+"""SCHED²'s job-selection environments and DQN agent (needs the ``rl`` extra)."""
 
 from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,12 +15,26 @@ gym = pytest.importorskip("gymnasium")
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 from safetensors.numpy import load_file  # noqa: E402
 
-from dlsched import Instance, Job, homogeneous_cluster, solve, validate  # noqa: E402
-from dlsched.heuristics.sched2_dqn_policy import load_network, shipped_weights  # noqa: E402
+from dlsched import (  # noqa: E402
+    Instance,
+    Job,
+    homogeneous_cluster,
+    load_instance,
+    solve,
+    validate,
+)
+from dlsched.heuristics.sched2_dqn_policy import (  # noqa: E402
+    Q_FEATURES,
+    load_network,
+    shipped_weights,
+)
 from dlsched.heuristics.selection_features import time_feature  # noqa: E402
 from dlsched.instances.sched2_gen import generate_sched2  # noqa: E402
-from dlsched.rl.dqn import Agent, DqnSettings  # noqa: E402
+from dlsched.rl.dqn import JobQ, padded, teacher_action  # noqa: E402
+from dlsched.rl.dqn_settings import DqnSettings  # noqa: E402
 from dlsched.rl.sched2_env import ENV_ID, Sched2Env, register  # noqa: E402
+from dlsched.rl.sched2_fast_env import FastSelection  # noqa: E402
+from dlsched.rl.sched2_search import SPF_WEIGHTS, Episode  # noqa: E402
 from dlsched.rl.sched2_train import EpisodeSpec, train  # noqa: E402
 from dlsched.simulate import Policy, job_table, simulate  # noqa: E402
 
@@ -102,12 +120,36 @@ def test_head_first_agent_is_the_simulators_fifo():
 
 
 def _tiny_training(tmp_path, name):
-    spec = EpisodeSpec(jobs=40, servers=2, gpus_per_server=4, interarrival=300.0)
-    return train(tmp_path / name, episodes=3, seed=5, train_set=spec.workloads(range(2)),
-                 valid_set=spec.workloads([2000]), window=4, eval_every=2,
-                 pretrain_episodes=1, pretrain_updates=20,
-                 settings=DqnSettings(learning_starts=20, batch=8, target_every=25,
-                                      server_hidden=4, job_hidden=8, hidden=16))
+    spec = EpisodeSpec(jobs=40, servers=2, gpus_per_server=4, interarrival=60.0)
+    settings = DqnSettings(episodes=4, envs=2, n_step=3, batch=8, train_every=4,
+                           target_every=5, hidden=8, demo_episodes=1, pretrain_updates=10,
+                           eval_every=2)
+    return train(tmp_path / name, train_set=spec.workloads(range(2)),
+                 valid_set=spec.workloads([2000]), seed=5, settings=settings)
+
+
+def _greedy_starts(net, workload: Instance) -> np.ndarray:
+    episode = Episode.of(workload)
+    env = FastSelection(episode)
+    state = env.reset()
+    with torch.no_grad():
+        while state is not None:
+            x, m = padded([state.rows(episode)], [state.mask()])
+            state = env.step(state, int(net(x).masked_fill(~m, -np.inf).argmax(1)))[1]
+    return env.start
+
+
+def test_fast_selection_played_by_spf_is_the_simulators_spf():
+    workload = generate_sched2(seed=7, jobs=300, interarrival=120.0)
+    episode = Episode.of(workload)
+    env = FastSelection(episode)
+    state = env.reset()
+    while state is not None:
+        state = env.step(state, teacher_action(state.rows(episode), SPF_WEIGHTS))[1]
+    table = job_table(simulate(workload, "spf", record_events=False)).set_index("job")
+    ids = [j.id for j in sorted(workload.jobs, key=lambda j: j.submit_time)]
+    np.testing.assert_allclose(env.start, table.loc[ids, "start"])
+    np.testing.assert_allclose(env.end, table.loc[ids, "end"])
 
 
 def test_training_is_deterministic_and_its_policy_passes_the_checks(tmp_path):
@@ -115,43 +157,81 @@ def test_training_is_deterministic_and_its_policy_passes_the_checks(tmp_path):
     _tiny_training(tmp_path, "b")
     wa = load_file(str(tmp_path / "a" / "sched2_dqn.safetensors"))
     wb = load_file(str(tmp_path / "b" / "sched2_dqn.safetensors"))
-    assert wa.keys() == wb.keys()
+    assert wa.keys() == wb.keys() == {f"l{k}.{p}" for k in range(3) for p in ("weight", "bias")}
     for key in wa:
         assert np.array_equal(wa[key], wb[key]), key
     curve = (tmp_path / "a" / "curve.csv").read_text().splitlines()
-    assert curve[0].startswith("episode,") and len(curve) == 5  # warm start + 3 episodes
-    # the trained agent inside the simulator: every decision validated; same schedule
-    # as the agent playing the environment greedily
+    assert curve[0].startswith("episode,") and len(curve) == 4  # warm start + 2 evaluations
+    # the trained agent inside the simulator (every decision validated) starts every job
+    # when the greedy agent does in the fast episode loop it was trained on
     weights = str(tmp_path / "a" / "sched2_dqn.safetensors")
-    workload = small_workloads(1, seed0=50)[0]
+    workload = generate_sched2(seed=50, jobs=60, servers=2, gpus_per_server=4, interarrival=60.0)
     run = simulate(workload, Policy("dqn", options={"weights": weights}), record_events=False)
     table = job_table(run).set_index("job")
-    agent = Agent.load(weights)
-    env = Sched2Env([workload], window=agent.net.shape.window)
-    obs, info = env.reset(seed=0)
-    while True:
-        obs, _, term, trunc, info = env.step(agent.act(obs, info["action_mask"]))
-        if term or trunc:
-            break
-    ids = [j.id for j in env.jobs]
-    np.testing.assert_allclose([j.start for j in env.jobs], table.loc[ids, "start"])
+    net = JobQ(8)
+    net.load_state_dict({k: torch.as_tensor(v) for k, v in wa.items()})
+    ids = [j.id for j in sorted(workload.jobs, key=lambda j: j.submit_time)]
+    np.testing.assert_allclose(_greedy_starts(net, workload), table.loc[ids, "start"])
 
 
 def test_numpy_forward_matches_torch(tmp_path):
     _tiny_training(tmp_path, "w")
     path = str(tmp_path / "w" / "sched2_dqn.safetensors")
-    agent, net = Agent.load(path), load_network(path)
-    obs = np.random.default_rng(0).random(2 * 4 + 6 * 4 + 4).astype(np.float32)
-    np.testing.assert_allclose(net(obs.astype(np.float64)), agent.q_values(obs), rtol=1e-5,
-                               atol=1e-5)
+    network, window = load_network(path)
+    assert window is None
+    net = JobQ(8)
+    net.load_state_dict({k: torch.as_tensor(v) for k, v in load_file(path).items()})
+    rows = np.random.default_rng(0).random((7, len(Q_FEATURES)))
+    with torch.no_grad():
+        expected = net(torch.as_tensor(rows, dtype=torch.float32)).numpy()
+    np.testing.assert_allclose(network(rows), expected, rtol=1e-5, atol=1e-5)
 
 
-def test_shipped_agent_runs_a_full_test_episode():
-    workload = generate_sched2(seed=1000, jobs=1000, interarrival=120.0)
+@pytest.mark.parametrize(("servers", "per_server", "jobs"), [(15, 8, 1000), (10, 8, 200),
+                                                              (30, 8, 200), (3, 4, 100)])
+def test_shipped_agent_acts_on_any_cluster(servers, per_server, jobs):
+    workload = generate_sched2(seed=1000, jobs=jobs, servers=servers,
+                               gpus_per_server=per_server, interarrival=120.0 * 15 / servers)
     run = simulate(workload, Policy("dqn"), record_events=False)
     table = job_table(run)
-    assert table["end"].notna().all() and len(table) == 1000
-    assert load_network(shipped_weights()).shape["servers"] == 15
-    snapshot = workload.replace(jobs=workload.jobs[:5])
+    assert table["end"].notna().all() and len(table) == jobs
+    first = sorted(workload.jobs, key=lambda j: j.submit_time)[:5]
+    snapshot = workload.replace(jobs=tuple(first), time=first[-1].submit_time)
     result = solve(snapshot, "dqn")
     assert result.decision.placements and validate(snapshot, result.decision).ok
+
+
+TRACE_WORKLOADS = Path(__file__).resolve().parents[1] / "instances" / "workloads"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in TRACE_WORKLOADS.glob("*.json.gz")
+                                        if p.name.startswith(("itp-", "philly-"))))
+def test_shipped_agent_acts_on_every_committed_trace(name):
+    workload = load_instance(TRACE_WORKLOADS / name)
+    head = workload.replace(jobs=tuple(sorted(workload.jobs,
+                                              key=lambda j: j.submit_time)[:150]))
+    table = job_table(simulate(head, Policy("dqn"), record_events=False))
+    assert len(table) == 150 and table["end"].notna().all()
+
+
+def test_train_command_defaults_are_the_shipped_settings_and_retrain_identically(tmp_path):
+    from dlsched.cli import build_parser, main
+    from dlsched.rl.sched2_cli import dqn_settings
+
+    defaults = build_parser().parse_args(["rl", "train", "sched2", "--learner", "dqn",
+                                          "--out", "x"])
+    assert dqn_settings(defaults) == DqnSettings()
+    shipped = Path(shipped_weights()).with_name("training.json")
+    assert json.loads(shipped.read_text())["dqn"] == asdict(DqnSettings())
+    tiny = ["rl", "train", "sched2", "--learner", "dqn", "--servers", "2",
+            "--gpus-per-server", "4", "--jobs", "40", "--interarrival", "60",
+            "--train-episodes", "1", "--valid-episodes", "1", "--episodes", "3", "--envs", "2",
+            "--demo-episodes", "1", "--pretrain-updates", "5", "--eval-every", "1",
+            "--no-progress"]
+    for name in ("a", "b"):
+        assert main([*tiny, "--out", str(tmp_path / name)]) == 0
+    wa = load_file(str(tmp_path / "a" / "sched2_dqn.safetensors"))
+    wb = load_file(str(tmp_path / "b" / "sched2_dqn.safetensors"))
+    assert all(np.array_equal(wa[k], wb[k]) for k in wa)
+    summary = json.loads((tmp_path / "a" / "training.json").read_text())
+    assert summary["dqn"]["episodes"] == 3 and summary["dqn"]["teacher"] == "spf"

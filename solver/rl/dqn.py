@@ -1,311 +1,300 @@
-"""SCHED²'s deep-Q agent: the shared-weight Q-network (Eqs. 3-5, Fig. 6) and DQN training
-with a target network, ε-greedy exploration, prioritized replay and optional double DQN.
+"""SCHED²'s deep-Q agent: a per-job Q-network trained by DQN on the fast episode loop.
 
-Training is deterministic on CPU for a seed (one torch thread, deterministic algorithms,
-every draw from seeded generators). Weights are saved with safetensors (no pickle), with
-the network's shape and the training settings as metadata.
+Q(s, j) = f(row_j; w): one MLP scores every candidate's row of
+:func:`dlsched.heuristics.sched2_dqn_policy.q_rows` (the job's features and a pooled
+summary of the cluster and the queue) and the φ row, so the same weights act on any
+cluster and queue. Training (:func:`train_dqn`):
+
+* **demonstrations** (``teacher``): episodes played by a whole-queue priority (SPF's
+  order, or learned-priority's weights) — in the MDP of
+  :mod:`dlsched.rl.sched2_fast_env` the teacher picks its first job, which starts or
+  blocks —, fitted first with a large-margin loss plus the TD loss (DQfD), and kept in
+  a second memory sampled beside the agent's own ``demo_share`` of every batch;
+* **DQN**: ``envs`` episodes stepped together (one batched forward per step),
+  ε-greedy, n-step returns, a target network copied every ``target_every`` updates,
+  double-DQN targets, uniform replay, Huber loss, Adam;
+* every ``eval_every`` training episodes the greedy agent plays the validation episodes
+  and the best weights so far are kept.
+
+Deterministic on CPU for a seed: one torch thread, deterministic algorithms, every draw
+from seeded generators. Weights are safetensors (``l0`` … ``l2``), the feature list, the
+window and the training summary as metadata; nothing is unpickled.
 """
 
 from __future__ import annotations
 
+import copy
 import json
-from dataclasses import asdict, dataclass
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 
-from ..errors import InputError
-from ..files import atomic_path, unique_keys
+from ..files import atomic_path
+from ..heuristics.sched2_dqn_policy import Q_FEATURES
+from ..heuristics.sched2_priority import FEATURES
+from .dqn_settings import DqnSettings
+from .sched2_fast_env import FastSelection, State
+from .sched2_search import SPF_WEIGHTS, Episode
 
 
-@dataclass(frozen=True)
-class NetShape:
-    """Sizes of the Q-network: N servers × M GPUs, J job slots of ``job_features``."""
+class JobQ(nn.Module):
+    """The per-row MLP (:class:`dlsched.heuristics.sched2_dqn_policy.NumpyJobQ` in torch)."""
 
-    servers: int
-    gpus_per_server: int
-    window: int
-    job_features: int
-    server_hidden: int = 16
-    job_hidden: int = 64
-    hidden: int = 128
-
-
-class QNetwork(nn.Module):
-    """F_i = f(S_i; w_shared) per server, G = f(J_1..J_J, Stat; w_1),
-    A = f(f(concat(F_1..F_N, G); w_2); w_3) with J + 1 outputs."""
-
-    def __init__(self, shape: NetShape) -> None:
+    def __init__(self, hidden: int) -> None:
         super().__init__()
-        self.shape = shape
-        m, h = shape.gpus_per_server, shape.server_hidden
-        self.server = nn.Sequential(nn.Linear(m, h), nn.ReLU(), nn.Linear(h, h), nn.ReLU())
-        jobs_in = shape.window * shape.job_features + 4
-        self.jobs = nn.Sequential(nn.Linear(jobs_in, shape.job_hidden), nn.ReLU())
-        self.head = nn.Sequential(
-            nn.Linear(shape.servers * h + shape.job_hidden, shape.hidden), nn.ReLU(),
-            nn.Linear(shape.hidden, shape.window + 1))
+        self.l0 = nn.Linear(len(Q_FEATURES), hidden)
+        self.l1 = nn.Linear(hidden, hidden)
+        self.l2 = nn.Linear(hidden, 1)
 
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        s = self.shape
-        gpus = s.servers * s.gpus_per_server
-        per_server = self.server(obs[:, :gpus].reshape(-1, s.servers, s.gpus_per_server))
-        embedding = torch.cat([per_server.flatten(1), self.jobs(obs[:, gpus:])], dim=1)
-        return self.head(embedding)
+    def forward(self, rows: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(self.l0(rows))
+        return self.l2(torch.relu(self.l1(x)))[..., 0]
 
 
-def masked_argmax(q: np.ndarray, mask: np.ndarray) -> int:
-    """The best valid action (ties: the lowest index)."""
-    return int(np.argmax(np.where(mask, q, -np.inf)))
+def padded(rows: list[np.ndarray], masks: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+    """States' rows stacked into ``(B, longest, features)`` and their masks (padding: False)."""
+    longest = max(len(r) for r in rows)
+    x = np.zeros((len(rows), longest, len(Q_FEATURES)), dtype=np.float32)
+    m = np.zeros((len(rows), longest), dtype=bool)
+    for k, (r, mk) in enumerate(zip(rows, masks, strict=True)):
+        x[k, : len(r)] = r
+        m[k, : len(r)] = mk
+    return torch.as_tensor(x), torch.as_tensor(m)
 
 
-class Agent:
-    """A trained (or training) Q-network that acts greedily on masked Q-values."""
+def teacher_weights(teacher: str | None) -> np.ndarray | None:
+    """The teacher's priority weights (``SPF_WEIGHTS`` or learned-priority's), or None."""
+    if teacher is None:
+        return None
+    if teacher == "spf":
+        return SPF_WEIGHTS
+    if teacher == "priority":
+        from ..heuristics.sched2_priority import load_scorer, shipped_weights
 
-    def __init__(self, net: QNetwork) -> None:
-        self.net = net
-
-    @torch.no_grad()
-    def q_values(self, obs: np.ndarray) -> np.ndarray:
-        return self.net(torch.as_tensor(obs, dtype=torch.float32)[None])[0].numpy()
-
-    def act(self, obs: np.ndarray, mask: np.ndarray) -> int:
-        return masked_argmax(self.q_values(obs), mask)
-
-    def save(self, path: str | Path, metadata: dict[str, Any] | None = None) -> None:
-        meta = {"shape": json.dumps(asdict(self.net.shape))}
-        meta.update({k: json.dumps(v) for k, v in (metadata or {}).items()})
-        with atomic_path(path) as tmp:
-            save_file({k: v.contiguous() for k, v in self.net.state_dict().items()}, str(tmp),
-                      metadata=meta)
-
-    @classmethod
-    def load(cls, path: str | Path) -> Agent:
-        """Load weights saved by :meth:`save` (safetensors; never pickle)."""
-        from safetensors import SafetensorError, safe_open
-
-        p = Path(path)
-        if not p.is_file():
-            raise InputError("no such weights file", fix="train with `dlsched rl train "
-                             "sched2` or use the shipped weights", source=str(p))
-        try:
-            with safe_open(str(p), framework="pt") as handle:
-                meta = handle.metadata() or {}
-            shape = NetShape(**json.loads(meta["shape"], object_pairs_hook=unique_keys))
-            net = QNetwork(shape)
-            net.load_state_dict(load_file(str(p)))
-        except (KeyError, ValueError, TypeError, RuntimeError, OSError, SafetensorError) as exc:
-            raise InputError(f"not a dlsched Q-network: {type(exc).__name__}: {exc}",
-                             fix="pass a file written by `dlsched rl train sched2`",
-                             source=str(p)) from None
-        net.eval()
-        return cls(net)
-
-    @staticmethod
-    def metadata(path: str | Path) -> dict[str, Any]:
-        from safetensors import safe_open
-
-        with safe_open(str(path), framework="pt") as handle:
-            meta = handle.metadata() or {}
-        return {k: json.loads(v, object_pairs_hook=unique_keys) for k, v in meta.items()}
+        return load_scorer(shipped_weights()).weights
+    raise ValueError(f"teacher {teacher!r}: use spf, priority or None")
 
 
-# ----------------------------------------------------------------------------- training
-@dataclass(frozen=True)
-class DqnSettings:
-    """DQN hyper-parameters (defaults: ours, sized for CPU training in minutes)."""
-
-    gamma: float = 0.9  # 0.99 learned to wait too often in our trials (docs/rl.md)
-    lr: float = 5e-4
-    batch: int = 64
-    buffer: int = 100_000
-    learning_starts: int = 2_000
-    train_every: int = 4
-    target_every: int = 1_000
-    eps_start: float = 1.0
-    eps_end: float = 0.05
-    eps_fraction: float = 0.4  # of all training steps
-    priority_alpha: float = 0.6
-    priority_beta: float = 0.4  # annealed to 1 over training
-    double: bool = True
-    server_hidden: int = 16
-    job_hidden: int = 64
-    hidden: int = 128
+def teacher_action(rows: np.ndarray, weights: np.ndarray) -> int:
+    """The whole-queue priority's pick: its first job (ties: the oldest)."""
+    return int(np.argmin(rows[:-1, : len(FEATURES)] @ weights))
 
 
-class PrioritizedReplay:
-    """Proportional prioritized replay (Schaul et al.) over fixed-size numpy arrays."""
+class Memory:
+    """Uniform replay of n-step transitions ``(state, action, return, discount, next)``."""
 
-    def __init__(self, capacity: int, obs_size: int, actions: int, alpha: float,
-                 rng: np.random.Generator) -> None:
-        self.capacity, self.alpha, self.rng = capacity, alpha, rng
-        self.obs = np.zeros((capacity, obs_size), dtype=np.float32)
-        self.next_obs = np.zeros((capacity, obs_size), dtype=np.float32)
-        self.action = np.zeros(capacity, dtype=np.int64)
-        self.reward = np.zeros(capacity, dtype=np.float32)
-        self.done = np.zeros(capacity, dtype=np.float32)
-        self.next_mask = np.zeros((capacity, actions), dtype=bool)
-        self.mask = np.zeros((capacity, actions), dtype=bool)
-        self.priority = np.zeros(capacity, dtype=np.float64)
-        self.size = self.pos = 0
+    def __init__(self, capacity: int) -> None:
+        self.items: deque = deque(maxlen=capacity)
 
-    def add(self, obs, action, reward, next_obs, done, next_mask, mask=None) -> None:
-        i = self.pos
-        if mask is not None:
-            self.mask[i] = mask
-        self.obs[i], self.action[i], self.reward[i] = obs, action, reward
-        self.next_obs[i], self.done[i], self.next_mask[i] = next_obs, done, next_mask
-        self.priority[i] = self.priority[: self.size].max() if self.size else 1.0
-        self.pos = (self.pos + 1) % self.capacity
-        self.size = min(self.size + 1, self.capacity)
+    def add(self, *item) -> None:
+        self.items.append(item)
 
-    def sample(self, n: int, beta: float) -> tuple[np.ndarray, np.ndarray]:
-        p = self.priority[: self.size] ** self.alpha
-        p /= p.sum()
-        idx = self.rng.choice(self.size, size=n, p=p)
-        weights = (self.size * p[idx]) ** (-beta)
-        return idx, (weights / weights.max()).astype(np.float32)
-
-    def update(self, idx: np.ndarray, errors: np.ndarray) -> None:
-        self.priority[idx] = np.abs(errors) + 1e-4
+    def sample(self, rng: np.random.Generator, n: int) -> list[tuple]:
+        return [self.items[int(k)] for k in rng.integers(len(self.items), size=n)]
 
 
-class Trainer:
-    """DQN on an environment with ``info["action_mask"]`` (e.g. :class:`Sched2Env`)."""
+class NStep:
+    """Turns one environment's steps into n-step transitions."""
 
-    def __init__(self, env, settings: DqnSettings, seed: int, total_steps: int) -> None:
+    def __init__(self, n: int, gamma: float, out: Memory) -> None:
+        self.n, self.gamma, self.out = n, gamma, out
+        self.pending: deque = deque()
+
+    def push(self, state: State, action: int, reward: float, nxt: State | None) -> None:
+        self.pending.append((state, action, reward))
+        if nxt is None:
+            while self.pending:
+                self._emit(None)
+        elif len(self.pending) == self.n:
+            self._emit(nxt)
+
+    def _emit(self, nxt: State | None) -> None:
+        ret = sum(r * self.gamma**k for k, (_, _, r) in enumerate(self.pending))
+        state, action, _ = self.pending.popleft()
+        self.out.add(state, action, ret, 0.0 if nxt is None else self.gamma**self.n, nxt)
+
+
+class Learner:
+    """The networks, memories and update rule (module docstring)."""
+
+    def __init__(self, train: Sequence[Episode], s: DqnSettings, seed: int) -> None:
         torch.manual_seed(seed)
         torch.use_deterministic_algorithms(True)
-        self.env, self.s, self.total = env, settings, max(1, total_steps)
+        self.train_set, self.s = list(train), s
         self.rng = np.random.default_rng(seed)
-        shape = NetShape(env.num_servers, env.gpus_per_server, env.window, env.job_features,
-                         settings.server_hidden, settings.job_hidden, settings.hidden)
-        self.net, self.target = QNetwork(shape), QNetwork(shape)
+        self.net, self.target = JobQ(s.hidden), JobQ(s.hidden)
         self.target.load_state_dict(self.net.state_dict())
-        self.opt = torch.optim.Adam(self.net.parameters(), lr=settings.lr)
-        size = env.observation_space.shape[0]
-        self.replay = PrioritizedReplay(settings.buffer, size, env.window + 1,
-                                        settings.priority_alpha, self.rng)
-        self.steps = 0
-        self.losses: list[float] = []
+        self.opt = torch.optim.Adam(self.net.parameters(), lr=s.lr)
+        self.memory, self.demos = Memory(s.buffer), Memory(s.buffer)
+        self.updates = 0
 
-    @property
-    def agent(self) -> Agent:
-        return Agent(self.net)
+    def rows(self, state: State) -> np.ndarray:
+        return state.rows(self.train_set[state.episode])
 
-    def epsilon(self) -> float:
-        frac = min(1.0, self.steps / (self.s.eps_fraction * self.total))
-        return self.s.eps_start + frac * (self.s.eps_end - self.s.eps_start)
+    @torch.no_grad()
+    def q(self, states: list[State]) -> list[np.ndarray]:
+        x, m = padded([self.rows(st) for st in states], [st.mask() for st in states])
+        q = self.net(x).masked_fill(~m, -np.inf).numpy()
+        return [q[k, : len(st.shown) + 1] for k, st in enumerate(states)]
 
-    def act(self, obs: np.ndarray, mask: np.ndarray) -> int:
-        if self.rng.random() < self.epsilon():
-            return int(self.rng.choice(np.flatnonzero(mask)))
-        return self.agent.act(obs, mask)
+    def _td(self, batch: list[tuple], margin: bool) -> torch.Tensor:
+        states, actions, returns, discounts, nexts = zip(*batch, strict=True)
+        x, m = padded([self.rows(st) for st in states], [st.mask() for st in states])
+        q_all = self.net(x)
+        act = torch.as_tensor(actions)[:, None]
+        q = q_all.gather(1, act)[:, 0]
+        live = [k for k, n in enumerate(nexts) if n is not None]
+        best = torch.zeros(len(batch))
+        if live:
+            with torch.no_grad():
+                nx, nm = padded([self.rows(nexts[k]) for k in live],
+                                [nexts[k].mask() for k in live])
+                pick = self.net(nx).masked_fill(~nm, -1e9).argmax(1, keepdim=True)
+                best[live] = self.target(nx).gather(1, pick)[:, 0]
+        y = torch.as_tensor(returns, dtype=torch.float32) + torch.as_tensor(
+            discounts, dtype=torch.float32) * best
+        loss = nn.functional.smooth_l1_loss(q, y)
+        if margin:
+            bonus = torch.full_like(q_all, self.s.margin).scatter(1, act, 0.0)
+            top = (q_all + bonus).masked_fill(~m, -1e9).max(1).values
+            loss = loss + (top - q).mean()
+        return loss
 
-    def episode(self, seed: int, options: dict | None = None) -> dict[str, float]:
-        """One training episode; returns its return and metrics."""
-        obs, info = self.env.reset(seed=seed, options=options)
-        total = 0.0
-        while True:
-            mask = info["action_mask"]
-            a = self.act(obs, mask)
-            nxt, r, term, trunc, info = self.env.step(a)
-            self.replay.add(obs, a, r, nxt, float(term), info["action_mask"], mask)
-            obs, total = nxt, total + r
-            self.steps += 1
-            if self.steps >= self.s.learning_starts and self.steps % self.s.train_every == 0:
-                self.learn()
-            if self.steps % self.s.target_every == 0:
-                self.target.load_state_dict(self.net.state_dict())
-            if term or trunc:
-                break
-        return {"return": total, "effectiveness_mean": info.get("effectiveness_mean", 0.0),
-                "steps": self.steps, "epsilon": self.epsilon()}
-
-    def pretrain(self, demos: PrioritizedReplay, updates: int, margin: float = 0.8) -> None:
-        """Warm start from demonstrations (DQfD-style): TD loss plus a large-margin loss
-        that makes the demonstrated action's Q-value exceed every other valid action's by
-        ``margin``. The demonstrations stay out of the training replay."""
-        for k in range(updates):
-            self.learn(replay=demos, margin=margin)
-            if (k + 1) % self.s.target_every == 0:
-                self.target.load_state_dict(self.net.state_dict())
-        self.target.load_state_dict(self.net.state_dict())
-
-    def learn(self, replay: PrioritizedReplay | None = None, margin: float = 0.0) -> None:
+    def update(self, demo_only: bool = False) -> None:
         s = self.s
-        beta = s.priority_beta + (1 - s.priority_beta) * min(1.0, self.steps / self.total)
-        rp = replay or self.replay
-        idx, w = rp.sample(s.batch, beta)
-        obs = torch.as_tensor(rp.obs[idx])
-        nxt = torch.as_tensor(rp.next_obs[idx])
-        mask = torch.as_tensor(rp.next_mask[idx])
-        q = self.net(obs).gather(1, torch.as_tensor(rp.action[idx])[:, None])[:, 0]
-        with torch.no_grad():
-            target_q = self.target(nxt).masked_fill(~mask, -1e9)
-            if s.double:
-                pick = self.net(nxt).masked_fill(~mask, -1e9).argmax(1, keepdim=True)
-                best = target_q.gather(1, pick)[:, 0]
-            else:
-                best = target_q.max(1).values
-            best = torch.where(mask.any(1), best, torch.zeros_like(best))
-            y = torch.as_tensor(rp.reward[idx]) + s.gamma * (1 - torch.as_tensor(
-                rp.done[idx])) * best
-        err = q - y
-        loss = (torch.as_tensor(w) * nn.functional.smooth_l1_loss(q, y, reduction="none")).mean()
-        if margin > 0:
-            valid = torch.as_tensor(rp.mask[idx])
-            act = torch.as_tensor(rp.action[idx])
-            q_all = self.net(obs)
-            bonus = torch.full_like(q_all, margin).scatter(1, act[:, None], 0.0)
-            best = (q_all + bonus).masked_fill(~valid, -1e9).max(1).values
-            loss = loss + (best - q_all.gather(1, act[:, None])[:, 0]).mean()
+        n_demo = s.batch if demo_only else (round(s.batch * s.demo_share)
+                                            if self.demos.items else 0)
+        loss = torch.zeros(())
+        if n_demo:
+            loss = loss + self._td(self.demos.sample(self.rng, n_demo), margin=True)
+        if s.batch - n_demo:
+            loss = loss + self._td(self.memory.sample(self.rng, s.batch - n_demo), margin=False)
         self.opt.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(self.net.parameters(), 10.0)
         self.opt.step()
-        rp.update(idx, err.detach().numpy())
-        self.losses.append(float(loss.detach()))
+        self.updates += 1
+        if self.updates % s.target_every == 0:
+            self.target.load_state_dict(self.net.state_dict())
 
 
-def demonstrations(env, workloads, choose, capacity: int, rng: np.random.Generator
-                   ) -> PrioritizedReplay:
-    """Transitions of a rule playing the environment: ``choose(env, mask) -> action``."""
-    demos = PrioritizedReplay(capacity, env.observation_space.shape[0], env.window + 1, 0.6, rng)
-    for w in workloads:
-        obs, info = env.reset(seed=0, options={"workload": w})
-        while demos.size < capacity:
-            mask = info["action_mask"]
-            a = choose(env, mask)
-            nxt, r, term, trunc, info = env.step(a)
-            demos.add(obs, a, r, nxt, float(term), info["action_mask"], mask)
-            obs = nxt
-            if term or trunc:
-                break
-    return demos
+def demonstrate(learner: Learner, weights: np.ndarray, episodes: Sequence[int]) -> None:
+    """The teacher's transitions on the training episodes ``episodes`` (indices)."""
+    s = learner.s
+    for k in episodes:
+        env = FastSelection(learner.train_set[k], k, s.window)
+        steps, state = NStep(s.n_step, s.gamma, learner.demos), env.reset()
+        while state is not None:
+            a = teacher_action(learner.rows(state), weights)
+            reward, nxt = env.step(state, a)
+            steps.push(state, a, reward, nxt)
+            state = nxt
 
 
-def shortest_ideal_first(env, mask: np.ndarray) -> int:
-    """SIF within the window: the visible job of least solo duration that fits, else φ."""
-    slots = [k for k in range(env.window) if mask[k]]
-    if not slots:
-        return env.window
-    return min(slots, key=lambda k: (env.jobs[env.queue[k]].duration, k))
+def greedy_effectiveness(net: JobQ, episodes: Sequence[Episode], window: int | None) -> float:
+    """Mean E of the greedy agent over ``episodes`` (played together, batched)."""
+    envs = [FastSelection(e, k, window) for k, e in enumerate(episodes)]
+    states = {k: env.reset() for k, env in enumerate(envs)}
+    with torch.no_grad():
+        while any(st is not None for st in states.values()):
+            live = [k for k, st in states.items() if st is not None]
+            x, m = padded([states[k].rows(episodes[k]) for k in live],
+                          [states[k].mask() for k in live])
+            picks = net(x).masked_fill(~m, -np.inf).argmax(1).tolist()
+            for k, a in zip(live, picks, strict=True):
+                states[k] = envs[k].step(states[k], a)[1]
+    return float(np.mean([env.effectiveness() for env in envs]))
 
 
-def evaluate_agent(agent: Agent, env, workloads, seed: int = 0) -> dict[str, float]:
-    """Greedy episodes on ``workloads``: mean effectiveness, makespan, JCT and wait."""
-    rows = []
-    for w in workloads:
-        obs, info = env.reset(seed=seed, options={"workload": w})
-        while True:
-            obs, _, term, trunc, info = env.step(agent.act(obs, info["action_mask"]))
-            if term or trunc:
-                break
-        rows.append(info)
-    keys = ("effectiveness_mean", "makespan", "jct_mean", "wait_mean")
-    return {k: float(np.mean([r.get(k, np.nan) for r in rows])) for k in keys}
+@dataclass
+class DqnResult:
+    """The kept network, the validation curve, the CPU time and the best validation E."""
+
+    net: JobQ
+    curve: list[dict]
+    cpu_s: float
+    best_valid: float
+
+
+def train_dqn(train: Sequence[Episode], valid: Sequence[Episode], s: DqnSettings,
+              seed: int = 0, progress: Callable[[dict], None] | None = None) -> DqnResult:
+    """The agent best on ``valid`` after DQN on ``train`` (module docstring)."""
+    torch.set_num_threads(1)
+    c0 = time.process_time()
+    learner = Learner(train, s, seed)
+    teacher = teacher_weights(s.teacher)
+    if teacher is not None and s.demo_episodes:
+        demonstrate(learner, teacher, range(min(s.demo_episodes, len(train))))
+        for _ in range(s.pretrain_updates):
+            learner.update(demo_only=True)
+        learner.target.load_state_dict(learner.net.state_dict())
+    curve: list[dict] = []
+
+    def evaluate(episode: int) -> None:
+        value = greedy_effectiveness(learner.net, valid, s.window)
+        if not curve or value > best[0]:
+            best[:] = [value, copy.deepcopy(learner.net.state_dict())]
+        row = {"episode": episode, "valid_E": value, "updates": learner.updates,
+               "cpu_s": time.process_time() - c0}
+        curve.append(row)
+        if progress is not None:
+            progress(row)
+
+    best: list = [0.0, None]
+    evaluate(0)
+    order: list[int] = []
+    started = finished = steps = 0
+    envs: dict[int, tuple[FastSelection, NStep, State | None]] = {}
+
+    def open_env(slot: int) -> None:
+        nonlocal started, order
+        if started >= s.episodes:
+            envs.pop(slot, None)
+            return
+        if not order:
+            order = [int(k) for k in learner.rng.permutation(len(train))]
+        k = order.pop(0)
+        env = FastSelection(train[k], k, s.window)
+        envs[slot] = (env, NStep(s.n_step, s.gamma, learner.memory), env.reset())
+        started += 1
+
+    for slot in range(s.envs):
+        open_env(slot)
+    while envs:
+        eps = s.eps_start + (s.eps_end - s.eps_start) * min(1.0, finished / max(1, s.episodes))
+        slots = [k for k in sorted(envs) if envs[k][2] is not None]
+        qs = learner.q([envs[k][2] for k in slots]) if slots else []
+        for slot, q in zip(slots, qs, strict=True):
+            env, nstep, state = envs[slot]
+            allowed = np.flatnonzero(np.isfinite(q))
+            a = (int(learner.rng.choice(allowed)) if learner.rng.random() < eps
+                 else int(np.argmax(q)))
+            reward, nxt = env.step(state, a)
+            nstep.push(state, a, reward, nxt)
+            envs[slot] = (env, nstep, nxt)
+            steps += 1
+            if steps % s.train_every == 0 and len(learner.memory.items) >= s.batch:
+                learner.update()
+        for slot in [k for k in sorted(envs) if envs[k][2] is None]:
+            finished += 1
+            open_env(slot)
+            if finished % s.eval_every == 0 or finished == s.episodes:
+                evaluate(finished)
+    learner.net.load_state_dict(best[1])
+    return DqnResult(learner.net, curve, time.process_time() - c0, best[0])
+
+
+def save_agent(net: JobQ, path: str | Path, window: int | None, summary: dict) -> None:
+    """Weights with the feature list, the window and the training summary as metadata."""
+    with atomic_path(path) as tmp:
+        save_file({k: v.detach().contiguous() for k, v in net.state_dict().items()}, str(tmp),
+                  metadata={"features": json.dumps(list(Q_FEATURES)),
+                            "window": json.dumps(window), "training": json.dumps(summary)})
+

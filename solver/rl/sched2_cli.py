@@ -2,7 +2,8 @@
 
 Two learners: ``search`` (the default, the shipped agent ``learned-priority``: the
 cross-entropy method over the weights of a job-priority scorer, numpy only) and ``dqn``
-(the paper's deep-Q agent for one cluster shape; torch is imported only when it trains).
+(the paper's deep-Q learner with a per-job Q-network, any cluster; torch is imported only
+when it trains).
 Episodes come from the seeded generator (cluster, load and job mix as options) or from a
 workload file cut into training, validation and test episodes by time.
 """
@@ -18,9 +19,12 @@ from ..cli_support import EXIT_OK, seed_value
 from ..errors import InputError
 from ..files import atomic_path, check_output
 from ..markdown import markdown_table
+from .dqn_settings import DqnSettings
 
 SHARES = (0.6, 0.68, 0.75)
-"""The one-GPU shares of the paper's three job mixes (Fig. 7); search trains on all."""
+"""The one-GPU shares of the paper's three job mixes (Fig. 7); both learners train on all."""
+
+DQN = DqnSettings()
 
 
 def _shares(text: str) -> tuple[float, ...]:
@@ -44,8 +48,8 @@ def _episode_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--median-duration", type=float, default=1800.0,
                    help="median ideal run time in seconds (1800)")
     g.add_argument("--single-share", type=_shares, default=None,
-                   help="shares of one-GPU jobs, comma-separated (search: 0.6,0.68,0.75, "
-                   "the paper's three mixes; dqn and evaluate: 0.68, and only the first)")
+                   help="shares of one-GPU jobs, comma-separated (train: 0.6,0.68,0.75, "
+                   "the paper's three mixes; evaluate: 0.68, and only the first)")
     g.add_argument("--workload", help="a sched2 workload or imported trace, cut into "
                    "episodes of --jobs jobs by time: 60 %% train, 20 %% validate, 20 %% test")
 
@@ -53,14 +57,15 @@ def _episode_arguments(p: argparse.ArgumentParser) -> None:
 def add_train_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--learner", choices=("search", "dqn"), default="search",
                    help="search: cross-entropy policy search of the job-priority scorer "
-                   "(the shipped learned-priority); dqn: the paper's deep-Q agent (search)")
+                   "(the shipped learned-priority); dqn: the paper's deep-Q learner, "
+                   "shipped as `dqn` (search)")
     p.add_argument("--seed", type=seed_value, default=0, help="seed of everything (0)")
     p.add_argument("--out", required=True, help="directory for weights, curve, settings")
     p.add_argument("--window", type=int, default=None,
-                   help="J, the oldest queued jobs the agent sees (search: the whole queue; "
-                   "dqn: 30; the paper's 10 starves it: docs/rl.md)")
-    p.add_argument("--train-episodes", type=int, default=None,
-                   help="generated training workloads per share, seeds 0.. (search: 4; dqn: 30)")
+                   help="J, the oldest queued jobs the agent sees (the whole queue; the "
+                   "paper's 10 starves it: docs/rl.md)")
+    p.add_argument("--train-episodes", type=int, default=4,
+                   help="generated training workloads per share, seeds 0.. (4)")
     p.add_argument("--valid-episodes", type=int, default=5,
                    help="validation workloads per share, seeds 2000.. (5)")
     s = p.add_argument_group("search learner")
@@ -70,13 +75,21 @@ def add_train_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--no-warm-start", action="store_true",
                    help="start from zero weights instead of SPF's order")
     d = p.add_argument_group("dqn learner")
-    d.add_argument("--episodes", type=int, default=120, help="training episodes (120)")
-    d.add_argument("--eval-every", type=int, default=10,
-                   help="evaluate on validation episodes every N episodes (10)")
-    d.add_argument("--pretrain-episodes", type=int, default=5,
-                   help="episodes of SIF demonstrations for the warm start (5; 0: none)")
-    d.add_argument("--pretrain-updates", type=int, default=3000,
-                   help="gradient steps of the warm start (3000)")
+    d.add_argument("--episodes", type=int, default=DQN.episodes,
+                   help=f"training episodes played ({DQN.episodes})")
+    d.add_argument("--envs", type=int, default=DQN.envs,
+                   help=f"episodes stepped together ({DQN.envs})")
+    d.add_argument("--n-step", type=int, default=DQN.n_step,
+                   help=f"steps of the n-step return ({DQN.n_step})")
+    d.add_argument("--teacher", choices=("spf", "priority", "none"), default=DQN.teacher,
+                   help="demonstrations: SPF's order over the whole queue, learned-priority's "
+                   f"shipped weights, or none ({DQN.teacher})")
+    d.add_argument("--demo-episodes", type=int, default=DQN.demo_episodes,
+                   help=f"training episodes the teacher plays ({DQN.demo_episodes})")
+    d.add_argument("--pretrain-updates", type=int, default=DQN.pretrain_updates,
+                   help=f"gradient steps on the demonstrations first ({DQN.pretrain_updates})")
+    d.add_argument("--eval-every", type=int, default=DQN.eval_every,
+                   help=f"play the validation episodes every N episodes ({DQN.eval_every})")
     _episode_arguments(p)
     p.add_argument("--no-progress", action="store_true", help="no progress output")
 
@@ -156,7 +169,7 @@ def train_command(args: argparse.Namespace) -> int:
 def _train_search(args: argparse.Namespace, command: str) -> dict:
     from .sched2_search import SearchSettings, train_priority
 
-    sets = episode_sets(args, args.single_share or SHARES, args.train_episodes or 4,
+    sets = episode_sets(args, args.single_share or SHARES, args.train_episodes,
                         args.valid_episodes)
     settings = SearchSettings(generations=args.generations, population=args.population,
                               elites=args.elites, warm_start=not args.no_warm_start,
@@ -173,33 +186,34 @@ def _train_search(args: argparse.Namespace, command: str) -> dict:
                           progress=progress)
 
 
-def _train_dqn(args: argparse.Namespace, command: str) -> dict:
-    from tqdm import tqdm
+def dqn_settings(args: argparse.Namespace) -> DqnSettings:
+    """The DQN learner's settings from the options (the defaults are the shipped agent's)."""
+    from dataclasses import replace
 
+    _check_counts(envs=args.envs, n_step=args.n_step)
+    if args.demo_episodes < 0 or args.pretrain_updates < 0:
+        raise InputError("--demo-episodes and --pretrain-updates must be >= 0",
+                         field="--demo-episodes", fix="use 0 or more")
+    return replace(DQN, episodes=args.episodes, envs=args.envs, n_step=args.n_step,
+                   teacher=None if args.teacher == "none" else args.teacher,
+                   demo_episodes=args.demo_episodes, window=args.window,
+                   pretrain_updates=args.pretrain_updates, eval_every=args.eval_every)
+
+
+def _train_dqn(args: argparse.Namespace, command: str) -> dict:
     from .sched2_train import train
 
-    if args.pretrain_episodes < 0 or args.pretrain_updates < 0:
-        raise InputError("the warm-start counts must be >= 0", field="--pretrain-*",
-                         fix="use 0 or more")
-    sets = episode_sets(args, (args.single_share or (0.68,))[:1], args.train_episodes or 30,
+    settings = dqn_settings(args)
+    sets = episode_sets(args, args.single_share or SHARES, args.train_episodes,
                         args.valid_episodes)
-    bar = tqdm(total=args.episodes, disable=args.no_progress, unit="episode")
 
     def progress(row: dict) -> None:
-        bar.update(1)
-        text = f"E {row.get('train_effectiveness', float('nan')):.3f}"
-        if "valid_effectiveness_mean" in row:
-            text += f" validation {row['valid_effectiveness_mean']:.3f}"
-        bar.set_postfix_str(text)
+        if not args.no_progress:
+            print(f"episode {row['episode']}: validation E {row['valid_E']:.4f}, "
+                  f"{row['cpu_s']:.0f} CPU-s", file=sys.stderr)
 
-    summary = train(args.out, episodes=args.episodes, seed=args.seed,
-                    train_set=sets["train"], valid_set=sets["valid"],
-                    window=args.window or 30, eval_every=args.eval_every,
-                    pretrain_episodes=args.pretrain_episodes,
-                    pretrain_updates=args.pretrain_updates, command=command,
-                    progress=progress)
-    bar.close()
-    return summary
+    return train(args.out, train_set=sets["train"], valid_set=sets["valid"], seed=args.seed,
+                 settings=settings, command=command, progress=progress)
 
 
 def evaluate_command(args: argparse.Namespace) -> int:
