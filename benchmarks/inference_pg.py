@@ -34,7 +34,7 @@ import numpy as np
 
 from dlsched.markdown import markdown_head, markdown_row
 
-from .inference_paper import SLOTS, heuristic_params
+from .inference_paper import LEARNED, SLOTS, heuristic_params
 
 TARGET = (("p2:1", 1.0), ("g2:5,p2:5", 8.0))
 UNSEEN = (("p2:2", 2.0),)
@@ -91,7 +91,7 @@ def _target_run(task: tuple) -> dict:
     inst = generate_inference(seed=s + i, gpus=gpus, start_hour=h, hours=hours, scale=scale)
     pg = _mean_q(inst, _pg(weights), s)
     heur = _mean_q(inst, _heuristic(params), s)
-    return {"seed": s, "slot": h, "pg": pg, "heuristic": heur, "diff": pg - heur}
+    return {"seed": s, "slot": h, LEARNED: pg, "heuristic": heur, "diff": pg - heur}
 
 
 def _map(fn, tasks: list, jobs: int) -> list:
@@ -106,10 +106,10 @@ def _map(fn, tasks: list, jobs: int) -> list:
 
 def run_target(weights: str | None, hours: float, seeds: int, out: list[str],
                jobs: int = 1) -> dict:
-    """pg − tuned heuristic per cluster, slot and seed."""
+    """The learned policy − tuned heuristic per cluster, slot and seed."""
     figures: dict = {}
-    out.append(markdown_head(["cluster", "seed", "slot", "pg Q", "tuned heuristic Q",
-                              "pg − heuristic"]))
+    out.append(markdown_head(["cluster", "seed", "slot", "learned Q", "tuned heuristic Q",
+                              "learned − heuristic"]))
     where = TARGET + UNSEEN
     tuned = _map(_tuned, list(where), jobs)
     tasks = [(gpus, scale, i, h, s, hours, weights, params)
@@ -120,7 +120,7 @@ def run_target(weights: str | None, hours: float, seeds: int, out: list[str],
         rows = [r for t, r in zip(tasks, results, strict=True) if t[:2] == (gpus, scale)]
         for r in rows:
             out.append(markdown_row([f"{gpus} × {scale:g}", r["seed"],
-                                     f"{r['slot']:g}-{r['slot'] + 3:g} h", f"{r['pg']:.4f}",
+                                     f"{r['slot']:g}-{r['slot'] + 3:g} h", f"{r[LEARNED]:.4f}",
                                      f"{r['heuristic']:.4f}", f"{r['diff']:+.4f}"]))
         diffs = [r["diff"] for r in rows]
         figures[gpus] = {"arrival_scale": scale, "heuristic_params": params, "rows": rows,
@@ -131,13 +131,13 @@ def run_target(weights: str | None, hours: float, seeds: int, out: list[str],
 
 
 def run_azure(weights: str | None, out: list[str]) -> list[dict]:
-    """pg and three Eq. 2 variants on the Azure code stream at each compression."""
+    """The learned policy and three Eq. 2 variants on the Azure code stream at each compression."""
     from dlsched.serve.tune import tune_heuristic
 
     params = heuristic_params("p2:1", 1.0, True, [])
-    out.append("\n" + markdown_head(["Azure code ×", "pg Q", "tuned on 9-12 h",
+    out.append("\n" + markdown_head(["Azure code ×", "learned Q", "tuned on 9-12 h",
                                      "α = β = 0.5", "tuned on this stream (oracle)",
-                                     "pg − tuned", "pg − 0.5/0.5", "pg − oracle"]))
+                                     "learned − tuned", "learned − 0.5/0.5", "learned − oracle"]))
     rows = []
     for f in AZURE_FACTORS:
         inst = azure_code(f)
@@ -147,7 +147,7 @@ def run_azure(weights: str | None, out: list[str]) -> list[dict]:
         best, grid = tune_heuristic([inst])
         oracle = max(g["mean_q"] for g in grid)
         rows.append({"factor": f, "queries": len(inst.params["queries"]["arrival_ms"]),
-                     "pg": pg, "heuristic_tuned": tuned,
+                     LEARNED: pg, "heuristic_tuned": tuned,
             "heuristic_paper": paper, "heuristic_oracle": oracle, "oracle_params": best})
         out.append(markdown_row([f"{f:g}", f"{pg:.4f}", f"{tuned:.4f}", f"{paper:.4f}",
                                  f"{oracle:.4f} (α {best['alpha']}, β {best['beta']})",

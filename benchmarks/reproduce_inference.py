@@ -26,13 +26,20 @@ from dlsched.serve.run import run_policy
 from dlsched.solve import solve
 
 from .claim_rows import Row, beyond, verdict
-from .inference_paper import PAPER_Q, PAPER_TINY, SETTINGS, SLOTS, heuristic_params
+from .inference_paper import (
+    LEARNED,
+    PAPER_Q,
+    PAPER_TINY,
+    SETTINGS,
+    SLOTS,
+    heuristic_params,
+)
 from .paper_claims import claim
 
 SLOT_HOURS = 0.5
 PRINTED = {"alpha": 0.5, "beta": 0.5}
 TABLES = {"p2:1": ("table2", "table3"), "g2:5,p2:5": ("table4", "table5")}
-GAPS = (("heuristic-fixed", "heuristic", "fixed"), ("rl-heuristic", "pg", "heuristic"))
+GAPS = (("heuristic-fixed", "heuristic", "fixed"), ("rl-heuristic", LEARNED, "heuristic"))
 
 
 def _slots(gpus: str, scale: float, seeds: int, hours: float, params: dict[str, dict],
@@ -47,7 +54,7 @@ def _slots(gpus: str, scale: float, seeds: int, hours: float, params: dict[str, 
                                       scale=scale)
             runs = {}
             for name, pol, opts in (("fixed", "fixed", {}),
-                                    *((("pg", "pg", {}),) if with_pg else ()),
+                                    *(((LEARNED, LEARNED, {}),) if with_pg else ()),
                                     *((k, "heuristic", v) for k, v in params.items())):
                 runs[name] = summary(run_policy(inst, pol, opts, seed=s)[0])
             per_slot.append(runs)
@@ -60,18 +67,18 @@ def _gap_row(gpus: str, runs: list[list[dict[str, dict]]], gap: str, a: str, b: 
     """One mean-Q gap, the mean over the four slots, per seed, against the paper's."""
     q_table, t_table = TABLES[gpus]
     cid = f"inference.{q_table}.{gap}"
-    pa, pb = ("pg" if a == "pg" else "heuristic"), ("heuristic" if b != "fixed" else "fixed")
+    pa, pb = (LEARNED if a == LEARNED else "heuristic"), ("heuristic" if b != "fixed" else "fixed")
     paper = statistics.fmean(x - y for x, y in zip(PAPER_Q[gpus][pa], PAPER_Q[gpus][pb],
                                                    strict=True))
     per_seed = [statistics.fmean(slot[a]["mean_q"] - slot[b]["mean_q"] for slot in seed)
                 for seed in runs]
     mean = statistics.fmean(per_seed)
     # pg "matches" the heuristic when it is not below it (the paper's pg - heuristic > 0)
-    direction, within = verdict(mean if a != "pg" or mean != 0 else 1e-12, paper, paper)
+    direction, within = verdict(mean if a != LEARNED or mean != 0 else 1e-12, paper, paper)
     tiny = "; ".join(
         f"{p} P_tiny {statistics.fmean(100 * slot[k]['share_tiny'] for seed in runs for slot in seed):.1f} % "  # noqa: E501
         f"(Table {t_table[-1]}: {statistics.fmean(PAPER_TINY[gpus][p]):.1f} %)"
-        for p, k in (("fixed", "fixed"), ("heuristic", "heuristic"), ("pg", "pg"))
+        for p, k in (("fixed", "fixed"), ("heuristic", "heuristic"), (LEARNED, LEARNED))
         if k in runs[0][0])
     slots = ", ".join(f"{h:g} h {statistics.fmean(seed[i][a]['mean_q'] - seed[i][b]['mean_q'] for seed in runs):+.4f}"  # noqa: E501
                       for i, h in enumerate(SLOTS))
@@ -93,13 +100,13 @@ def _why(runs: list[list[dict[str, dict]]], gpus: str, gap: str) -> str:
                 f"{heur:.3f} (paper {paper_h:.3f}); more load, where fixed reaches the "
                 "paper's Q and P_tiny, shrinks the gain further (the load ablation): not "
                 "explained")
-    pg = statistics.fmean(slot["pg"]["mean_q"] for seed in runs for slot in seed)
-    return f"pg Q {pg:.4f} vs heuristic {heur:.4f}: the learned policy adds little"
+    pg = statistics.fmean(slot[LEARNED]["mean_q"] for seed in runs for slot in seed)
+    return f"learned-batching Q {pg:.4f} vs heuristic {heur:.4f}: the learned policy adds little"
 
 
 def _beyond(params: dict, quick: bool) -> list[Row]:
-    """pg and the tuned heuristic vs the proven optimum on the windows of 30 queries (one
-    p2, 15-15.25 h, delays without noise) where the heuristic loses most."""
+    """The learned policy and the tuned heuristic vs the proven optimum on the windows of 30
+    queries (one p2, 15-15.25 h, delays without noise) where the heuristic loses most."""
     problem = get_problem("inference")
     inst = generate_inference(seed=0, gpus="p2:1", start_hour=15.0, hours=0.25, scale=1.0,
                               delay_cv=0.0)
@@ -111,7 +118,7 @@ def _beyond(params: dict, quick: bool) -> list[Row]:
     starts = range(0, n - size, size * (8 if quick else 1))
     worst = sorted(starts, key=lambda lo: q(window(inst, lo, lo + size), "heuristic",
                                             params))[:1 if quick else 3]
-    gaps: dict[str, list[float]] = {"pg": [], "heuristic": []}
+    gaps: dict[str, list[float]] = {LEARNED: [], "heuristic": []}
     proven = 0
     for lo in sorted(worst):
         sub = window(inst, lo, lo + size)
@@ -122,7 +129,7 @@ def _beyond(params: dict, quick: bool) -> list[Row]:
         for pol in gaps:
             got = q(sub, pol, params if pol == "heuristic" else {})
             gaps[pol].append(relative_gap(got, best.objective, "max") or 0.0)
-    return [beyond("inference", f"{p}-optimum", f"{'pg' if p == 'pg' else 'Eq. 2 (tuned)'} "
+    return [beyond("inference", f"{p}-optimum", f"{LEARNED if p == LEARNED else 'Eq. 2 (tuned)'} "
                    "vs the proven optimum (lagrange: bound met), windows of 30 queries on one"
                    " p2 where the heuristic loses most: share of Σ Q lost", g,
                    note=f"{proven} of {len(worst)} windows proven")
@@ -135,7 +142,7 @@ def inference(seeds: int, quick: bool) -> list[Row]:
     rows: list[Row] = []
     tuned = {gpus: heuristic_params(gpus, scale, True, [], 1.0 if quick else 10.0)
              for gpus, scale, _t in SETTINGS}
-    printed = {"heuristic": "heuristic@0.5", "fixed": "fixed", "pg": "pg"}
+    printed = {"heuristic": "heuristic@0.5", "fixed": "fixed", LEARNED: LEARNED}
     for gpus, scale, _table in SETTINGS:
         runs = _slots(gpus, scale, seeds, hours, {"heuristic": tuned[gpus],
                                                    "heuristic@0.5": PRINTED})

@@ -20,7 +20,7 @@ METHOD_MODULES: dict[tuple[str, str], str] = {
     ("horus", "pab"): "horus_pab",
     ("inference", "fixed"): "inference",
     ("inference", "heuristic"): "inference",
-    ("inference", "pg"): "inference_pg",
+    ("inference", "learned-batching"): "inference_pg",
     ("liquid", "bestfit"): "liquid_jobwise",
     ("liquid", "firstfit"): "liquid",
     ("liquid", "gga"): "liquid",

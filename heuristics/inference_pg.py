@@ -153,7 +153,7 @@ class PGPolicy:
     """Softmax MLP policy; ``greedy`` acts by argmax, else samples with ``rng``."""
 
     def __init__(self, weights: dict[str, np.ndarray], *, greedy: bool = True,
-                 rng: np.random.Generator | None = None, label: str = "pg") -> None:
+                 rng: np.random.Generator | None = None, label: str = "learned-batching") -> None:
         self.w1 = np.asarray(weights["w1"], dtype=np.float64)
         self.b1 = np.asarray(weights["b1"], dtype=np.float64)
         self.w2 = np.asarray(weights["w2"], dtype=np.float64)
@@ -238,12 +238,12 @@ def load_pg_policy(weights: str | None = None, greedy: bool = True, seed: int = 
 
 def make_pg(instance: Instance, *, seed: int = 0, weights: str | None = None,
             greedy: bool = True) -> PGPolicy:
-    """The ``pg`` policy for ``instance``: ``weights``, else the shipped weights."""
+    """The ``learned-batching`` policy for ``instance``: ``weights``, else the shipped weights."""
     return load_pg_policy(weights, greedy=greedy, seed=seed)
 
 
 register_method(MethodSpec(
-    "inference", "pg", "learned",
+    "inference", "learned-batching", "learned",
     PolicyMethod(make_pg, ("weights", "greedy"), {"weights": ("str", None, None)},
                  ("weights",)),
     summary="learned batch policy (Sec. 3.2's network; DAgger clone of load-adaptive Eq. 2, "

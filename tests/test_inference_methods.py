@@ -1,5 +1,5 @@
 """Every inference method through ``solve()`` and ``validate()``: the paper's batch policies
-(fixed, heuristic, pg: replayed in the serving simulator), edf-dp, lagrange and exact.
+(fixed, heuristic, learned-batching: replayed in the serving simulator), edf-dp, lagrange and exact.
 
 Expected values are computed by hand (see each test) or are the independent facts that an
 optimum is at least every schedule's value and at most every proven bound."""
@@ -17,7 +17,7 @@ from dlsched.registry import methods_for
 from dlsched.result import Status
 from dlsched.serve import serve
 
-METHODS = ("fixed", "heuristic", "pg", "edf-dp", "lagrange", "exact")
+METHODS = ("fixed", "heuristic", "learned-batching", "edf-dp", "lagrange", "exact")
 
 
 def _q(inst, decision) -> float:
@@ -51,7 +51,7 @@ def _paper_window():
 def test_the_six_methods_are_registered_for_inference():
     specs = methods_for("inference")
     assert {m: specs[m].kind for m in METHODS} == {
-        "fixed": "baseline", "heuristic": "heuristic", "pg": "learned",
+        "fixed": "baseline", "heuristic": "heuristic", "learned-batching": "learned",
         "edf-dp": "heuristic", "lagrange": "bound", "exact": "exact"}
 
 
@@ -80,7 +80,7 @@ def test_the_exact_optimum_bounds_every_other_method(paper_results):
     # the Lagrangian bound is proven: never below the optimum
     assert results["lagrange"].bound >= exact.objective - 1e-9
     # a batch policy claims no optimality and no bound
-    for m in ("fixed", "heuristic", "pg"):
+    for m in ("fixed", "heuristic", "learned-batching"):
         assert results[m].status is Status.FEASIBLE and results[m].bound is None
 
 
@@ -136,7 +136,7 @@ def test_a_policy_method_is_the_policy_replayed_in_the_serving_simulator():
     ("fixed", {"alpha": 0.5}, "options"),
     ("fixed", {"max_batch": 0}, "options.max_batch"),
     ("heuristic", {"alpha": 1.5}, "options.alpha"),
-    ("pg", {"alpha": 0.5}, "options"),
+    ("learned-batching", {"alpha": 0.5}, "options"),
     ("exact", {"hint": "edf-dp"}, "options.hint"),
     ("lagrange", {"hint": "nope"}, "options.hint"),
 ])
@@ -164,4 +164,4 @@ def test_simulate_rejects_a_method_that_is_no_serving_policy(tmp_path, capsys):
     assert main(["simulate", str(path), "--policy", "edf-dp", "--no-plots", "--out",
                  str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert "--policy" in err and "fixed, heuristic, pg, exact-window" in err
+    assert "--policy" in err and "fixed, heuristic, learned-batching, exact-window" in err

@@ -36,12 +36,12 @@ def test_measured_reason_names_the_figures():
     ours["fixed"] = _summary(0.80, 0.40)
     assert "our heuristic stays below" in measured_reason("heuristic-fixed", ours, paper_q,
                                                           paper_t, False)
-    ours["pg"] = _summary(0.90, 0.1)
-    assert "pg Q 0.9000 < heuristic 0.9700" in measured_reason("pg-heuristic", ours, paper_q,
-                                                               paper_t, False)
-    ours["pg"] = _summary(0.98, 0.1)
-    assert "pg Q 0.9800 >= heuristic 0.9700" in measured_reason("pg-heuristic", ours, paper_q,
-                                                                paper_t, False)
+    ours["learned-batching"] = _summary(0.90, 0.1)
+    assert "learned-batching Q 0.9000 < heuristic 0.9700" in measured_reason(
+        "learned-batching-heuristic", ours, paper_q, paper_t, False)
+    ours["learned-batching"] = _summary(0.98, 0.1)
+    assert "learned-batching Q 0.9800 >= heuristic 0.9700" in measured_reason(
+        "learned-batching-heuristic", ours, paper_q, paper_t, False)
 
 
 def test_a_short_calibrated_run_reports_both_gaps_with_their_reason():

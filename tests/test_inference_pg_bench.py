@@ -45,7 +45,7 @@ def test_tiny_run_prints_tables_and_the_target_figures(capsys, tmp_path, monkeyp
     assert set(figures["target"]) == {"p2:1", "g2:5,p2:5", "p2:2"}
     for fig in figures["target"].values():
         assert fig["runs"] == 4 and len(fig["rows"]) == 4
-        assert fig["min_diff"] == min(r["pg"] - r["heuristic"] for r in fig["rows"])
+        assert fig["min_diff"] == min(r["learned-batching"] - r["heuristic"] for r in fig["rows"])
     assert figures["target_met"] == all(f["min_diff"] >= 0 for g, f in
                                         figures["target"].items() if g != "p2:2")
     (abl,) = figures["ablation"]

@@ -49,7 +49,7 @@ class PolicyMethod:
         instance
             An ``inference`` instance.
         seed
-            Seed of a randomized policy (``pg`` with ``greedy=False``).
+            Seed of a randomized policy (``learned-batching`` with ``greedy=False``).
         options
             The method's options.
 

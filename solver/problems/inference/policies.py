@@ -35,7 +35,7 @@ RATE_WINDOW_MS = 5000  # R_t: arrivals over the last 5 s (Sec. 4.2)
 PAPER_ALPHA = 0.5
 PAPER_BETA = 0.5  # Sec. 4.2 prints "α = 0.5 and κ = 0.5"; κ there can only be β
 THRESHOLD = 8
-SERVING_POLICIES = ("fixed", "heuristic", "pg")
+SERVING_POLICIES = ("fixed", "heuristic", "learned-batching")
 """The paper's serving policies: registered methods of ``inference``; a model's warm
 start (option ``hint``) names one."""
 
