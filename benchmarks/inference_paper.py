@@ -1,4 +1,5 @@
-"""Fang et al. (CIKM'17) Tables 2-5: mean Q and tiny-model share of fixed, heuristic and the learned policy.
+"""Fang et al. (CIKM'17) Tables 2-5: mean Q and tiny-model share of fixed, heuristic and
+the learned policy.
 
 For each setting (one p2 GPU, Tables 2-3; 5 g2 + 5 p2 with arrivals × 8, Tables 4-5) and
 each test slot (12-15, 15-18, 18-21, 21-24 h) a generated workload of ``--hours`` hours
