@@ -17,6 +17,7 @@ import gzip
 import json
 import math
 import os
+import signal
 import stat
 import tempfile
 import zlib
@@ -318,24 +319,46 @@ def atomic_path(path: str | Path, option: str = "(output)") -> Iterator[Path]:
         line naming ``path``.
     """
     p = Path(path)
+    tmp: Path | None = None
+    # Ctrl-C is held while the temporary file is made and its name kept: a KeyboardInterrupt
+    # between the two would leave a file nobody removes
+    held = _hold_interrupts()
     try:
-        fd, name = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name[:80]}.",
-                                    suffix=f".tmp{''.join(p.suffixes[-2:])}")
-        os.close(fd)
-    except OSError as exc:
-        raise _write_error(exc, p, option) from None
-    tmp = Path(name)
-    try:
+        try:
+            fd, name = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name[:80]}.",
+                                        suffix=f".tmp{''.join(p.suffixes[-2:])}")
+            os.close(fd)
+        except OSError as exc:
+            raise _write_error(exc, p, option) from None
+        tmp = Path(name)
+        held = _release_interrupts(held)  # a Ctrl-C that came meanwhile is raised here
         yield tmp
         _sync_and_replace(tmp, p)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
         raise _write_error(exc, p, option) from None
     except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
         raise
+    finally:
+        _release_interrupts(held)
+
+
+def _hold_interrupts() -> set | None:
+    """Block SIGINT in this thread (POSIX); the previous mask, to restore."""
+    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def _release_interrupts(held: set | None) -> None:
+    """Restore the mask :func:`_hold_interrupts` returned (nothing when None)."""
+    if held is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def _umask() -> int:

@@ -35,8 +35,11 @@ def _started(pid: int) -> bool:
         return False
 
 
-def _interrupt_after(argv: list[str], delay: float, cwd: Path) -> tuple[int, str]:
+def _interrupt_after(argv: list[str], delay: float, cwd: Path,
+                     tmpdir: Path | None = None) -> tuple[int, str]:
     env = dict(os.environ)
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
     env["PATH"] = os.pathsep.join([str(VENV_BIN), env.get("PATH", "")])
     env.pop("DLSCHED_TRACEBACK", None)
     proc = subprocess.Popen([str(VENV_BIN / "dlsched"), *argv], cwd=cwd, env=env,
@@ -58,16 +61,20 @@ def _interrupt_after(argv: list[str], delay: float, cwd: Path) -> tuple[int, str
 
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.2, 0.5, 1.0, 2.5])
 def test_ctrl_c_at_any_moment_is_exit_130_and_one_line(tmp_path, delay):
-    runs_before = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("dlsched-run-*"))
+    # the command's own temporary folder, so that other tests' solver folders (running
+    # beside this one) are not counted; the solver runs as the runner's user because that
+    # folder is inside pytest's private one (isolation has its own tests)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
     # a solver that sleeps: the command is still running at the last delay, on any load
     argv = ["compete", "--suite", "quick", "--no-progress", "--time-limit", "60",
+            "--run-as", "self",
             "--solver", '/bin/sh -c "sleep 60" {instance} {solution}', "--output",
             str(tmp_path / "out")]
-    code, err = _interrupt_after(argv, delay, tmp_path)
+    code, err = _interrupt_after(argv, delay, tmp_path, tmpdir)
     assert code == interrupt.EXIT_INTERRUPTED, err
     assert err == "interrupted\n"
-    runs_after = set(Path(os.environ.get("TMPDIR", "/tmp")).glob("dlsched-run-*"))
-    assert runs_after <= runs_before  # the solver's private folder was removed
+    assert list(tmpdir.glob("dlsched-run-*")) == []  # the solver's private folder was removed
 
 
 def test_ctrl_c_during_a_benchmark(tmp_path):
