@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,29 +165,27 @@ class Capture(threading.Thread):
             self._drain()
         except OSError as exc:  # e.g. a full disk: keep draining, store nothing more
             self.error = f"cannot write {self.path.name}: {exc.strerror or exc}"
-            while True:
-                try:
-                    chunk = os.read(self.fd, 1 << 16)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                self.tail = (self.tail + chunk)[-4096:]
+            for chunk in self._chunks():
                 self.dropped += len(chunk)
         with contextlib.suppress(OSError):
             os.close(self.fd)
 
+    def _chunks(self) -> Iterator[bytes]:
+        """What the pipe delivers until it closes, keeping the last 4 KiB in ``tail``."""
+        while True:
+            try:
+                chunk = os.read(self.fd, 1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.tail = (self.tail + chunk)[-4096:]
+            yield chunk
+
     def _drain(self) -> None:
         kept = 0
         with open(self.path, "wb") as out:
-            while True:
-                try:
-                    chunk = os.read(self.fd, 1 << 16)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                self.tail = (self.tail + chunk)[-4096:]
+            for chunk in self._chunks():
                 room = self.cap - kept
                 if room > 0:
                     out.write(chunk[:room])

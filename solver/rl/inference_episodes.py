@@ -46,29 +46,28 @@ class TrainConfig:
     seed: int = 0
 
 
-def parse_peak_qps(text: str) -> float | tuple[float, ...]:
-    """``--peak-qps``: one rate (a float, as before) or a comma list (a tuple, cycled over
-    the episodes); every value must be a number > 0."""
+def _positive_numbers(text: str, sep: str, field: str, fix: str
+                      ) -> float | tuple[float, ...]:
+    """One number > 0, or a ``sep``-separated list of them (a tuple)."""
     try:
-        values = tuple(float(v) for v in text.split(","))
+        values = tuple(float(v) for v in text.split(sep))
     except ValueError:
         values = ()
     if not values or not all(np.isfinite(v) and v > 0 for v in values):
-        raise InputError(f"{text!r} is not a positive number or comma list of them",
-                         field="--peak-qps", fix="e.g. --peak-qps 30 or --peak-qps 24,30,36")
+        raise InputError(f"{text!r} is not a positive number or {sep!r} list of them",
+                         field=field, fix=fix)
     return values[0] if len(values) == 1 else values
+
+
+def parse_peak_qps(text: str) -> float | tuple[float, ...]:
+    """``--peak-qps``: one rate (a float, as before) or a comma list (a tuple, cycled over
+    the episodes); every value must be a number > 0."""
+    return _positive_numbers(text, ",", "--peak-qps", "e.g. --peak-qps 30 or --peak-qps 24,30,36")
 
 
 def parse_scale(text: str) -> float | tuple[float, ...]:
     """``--scale``: one arrival multiplier, or a ``;`` list, one per ``--gpus`` cluster."""
-    try:
-        values = tuple(float(v) for v in text.split(";"))
-    except ValueError:
-        values = ()
-    if not values or not all(np.isfinite(v) and v > 0 for v in values):
-        raise InputError(f"{text!r} is not a positive number or ';' list of them",
-                         field="--scale", fix="e.g. --scale 1 or --scale '1;8'")
-    return values[0] if len(values) == 1 else values
+    return _positive_numbers(text, ";", "--scale", "e.g. --scale 1 or --scale '1;8'")
 
 
 def clusters(cfg: TrainConfig) -> list[tuple[str, float]]:
