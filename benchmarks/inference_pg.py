@@ -125,7 +125,7 @@ def run_target(weights: str | None, hours: float, seeds: int, out: list[str],
         diffs = [r["diff"] for r in rows]
         figures[gpus] = {"arrival_scale": scale, "heuristic_params": params, "rows": rows,
                          "min_diff": min(diffs), "mean_diff": float(np.mean(diffs)),
-                         "pg_ge_heuristic": sum(d >= 0 for d in diffs), "runs": len(diffs),
+                         "learned_ge_heuristic": sum(d >= 0 for d in diffs), "runs": len(diffs),
                          "in_target": (gpus, scale) in TARGET}
     return figures
 
