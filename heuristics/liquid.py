@@ -11,16 +11,21 @@ returns ``Status.NO_SOLUTION`` and no decision (a Liquid batch is placed whole).
   not copied). It is kept only as the GA's optional ``seed_bestfit``: it sends every PS to
   server 0 (a PS placed before its workers costs the same everywhere), so the registered
   ``bestfit`` method is the job-wise one of ``heuristics.liquid_jobwise``.
-- ``gga`` (Sec. 5.3 with the Go code's constants): population 30 + C/2, tournament of 3,
-  crossover rate 0.7, mutation rate 0.5, one elite; fitness = objective + w·(servers used)
-  (Eq. 8's NumNU; w = 1 for the paper objective, 1/C for the implementation's); stop after
-  30 + C generations without improvement, ``max_generations`` or ``time_limit``.
-  Crossover injects one server's group of parent X into parent Y, deletes the servers
-  of Y that held any of those containers, and reinserts the evicted containers by
-  first-fit (servers in use first, then idle ones). Mutation deletes one server and
-  reinserts its containers by first-fit on the other servers. Evicted containers are
-  reinserted in random order. Initial population: first-fit on the queue order, then
-  alternately first-fit on random container orders and random-fit; optionally best-fit.
+- ``gga`` (Sec. 5.3, Figs. 7-9; constants of the Go code): a plan is an ordered list of
+  servers with their containers (Fig. 7). Population 30 + C/2, tournament of 3, crossover
+  rate 0.7, mutation rate 0.5, one elite; fitness = objective + w·(servers used) (Eq. 8's
+  NumNU; w = 1 for the paper objective, 1/C for the implementation's); stop after 30 + C
+  generations without improvement, ``max_generations`` or ``time_limit``. Crossover
+  (Fig. 8) inserts one server of parent X, with its containers, at a random location of
+  Y's list, deletes Y's servers holding any of them (and Y's own copy of that server) and
+  re-places the other containers of the deleted servers by first-fit along the child's
+  list, in listing order. Mutation (Fig. 9) deletes one server of the plan and re-places
+  its containers by first-fit on the others. The repair uses only the plan's remaining
+  servers (``repair="plan"``, the paper's "remaining computing nodes"); a container that
+  fits none makes the plan invalid (fitness +inf). ``repair="cluster"`` (the other
+  reading) then opens the first empty server. Initial population: first-fit in queue
+  order over the servers in index order, then alternately over a random server order and
+  random-fit; optionally best-fit. docs/liquid.md lists the readings.
 - baselines: ``random`` (a random server that fits), ``spread`` (even-distributed: the
   server holding fewest containers of this batch), ``firstfit`` (lowest-index server),
   ``pack`` (a server already holding the job if any, else the one with fewest free GPUs).
@@ -37,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.method_support import heuristic_method
 from dlsched.problems.liquid import EPS, LiquidData, decision_from_assignment, liquid_data
@@ -166,9 +172,17 @@ def greedy(data: LiquidData, order: list[int], rule: str,
 
 
 # ----------------------------------------------------------------------------- the GGA
+REPAIRS = ("plan", "cluster")
+
+
 @dataclass(frozen=True)
 class GgaSettings:
-    """Constants of the grouping GA (defaults: the authors' implementation)."""
+    """Constants of the grouping GA (defaults: the authors' implementation).
+
+    ``repair``: where the first-fit repair may put an evicted container. ``"plan"`` (the
+    paper's "remaining computing nodes"): the plan's nodes that the operator did not delete;
+    ``"cluster"``: then any empty server in index order, the ones just deleted last.
+    """
 
     population: int | None = None  # default 30 + C // 2
     tournament: int = 3
@@ -178,6 +192,21 @@ class GgaSettings:
     max_generations: int = 10_000
     node_weight: float | None = None  # weight of NumNU; default 1 (paper) or 1/C
     seed_bestfit: bool = False
+    repair: str = "plan"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One chromosome (Fig. 7): container -> server, and the plan's servers in sequence."""
+
+    assign: np.ndarray
+    order: tuple[int, ...]
+
+    @classmethod
+    def of(cls, assign: np.ndarray, sequence) -> Plan:
+        """The plan's order: the used servers in the order they appear in ``sequence``."""
+        used = set(np.unique(assign).tolist())
+        return cls(assign, tuple(int(n) for n in dict.fromkeys(sequence) if n in used))
 
 
 class Gga:
@@ -194,69 +223,108 @@ class Gga:
         if w is None:
             w = 1.0 if data.params.objective == "paper" else 1.0 / max(1, c)
         self.node_weight = w
+        self.counts = {"crossover": 0, "crossover_invalid": 0, "mutation": 0,
+                       "mutation_invalid": 0}
 
-    def fitness(self, assign: np.ndarray | None) -> float:
+    def fitness(self, plan: Plan | None) -> float:
         """Objective + node_weight · servers used; infeasible (None) is +inf (worst)."""
-        if assign is None:
+        if plan is None:
             return float("inf")
-        return self.data.score(assign) + self.node_weight * len(np.unique(assign))
+        a = plan.assign
+        return self.data.score(a) + self.node_weight * len(np.unique(a))
 
-    def reinsert(self, assign: np.ndarray, loads: NodeLoads, evicted: list[int],
-                 last: set[int]) -> np.ndarray | None:
-        """First-fit of ``evicted`` (servers in use first, ``last`` at the very end)."""
+    def first_fit(self, assign: np.ndarray, order: list[int], evicted: list[int],
+                  deleted: set[int]) -> Plan | None:
+        """Re-place ``evicted`` in turn on the first server of ``order`` that fits them
+        (``repair="cluster"``: then the first empty server, those in ``deleted`` last);
+        None if one fits nowhere."""
+        loads = NodeLoads.of(self.data, assign)
+        last = np.zeros(self.data.num_nodes, dtype=bool)
+        last[list(deleted)] = True
         for c in evicted:
             ok = loads.fits(c)
-            used = loads.count > 0
-            rank = np.where(used, 0, 1)
-            if last:
-                rank[list(last)] = 2
-            cand = np.flatnonzero(ok)
-            if not len(cand):
+            n = next((m for m in order if ok[m]), None)
+            if n is None and self.s.repair == "cluster":
+                idle = np.flatnonzero(ok & (loads.count == 0))
+                if len(idle):
+                    n = int(idle[np.argsort(last[idle], kind="stable")[0]])
+                    order.append(n)
+            if n is None:
                 return None
-            n = int(cand[np.lexsort((cand, rank[cand]))[0]])
             assign[c] = n
             loads.add(c, n)
-        return assign
+        return Plan.of(assign, order)
 
-    def crossover(self, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
-        nodes = np.unique(x)
-        n = int(nodes[self.rng.integers(len(nodes))])
-        group = np.flatnonzero(x == n)
-        child = y.copy()
-        deleted = set(child[group].tolist()) | {n}
-        evicted = [int(c) for c in np.flatnonzero(np.isin(child, list(deleted)))
-                   if x[c] != n]
+    def evicted(self, plan: Plan, nodes: set[int], keep: np.ndarray) -> list[int]:
+        """Containers of ``plan`` on ``nodes`` not in ``keep``, in the plan's listing order."""
+        a = plan.assign
+        out = []
+        for n in plan.order:
+            if n in nodes:
+                out += [int(c) for c in np.flatnonzero(a == n) if not keep[c]]
+        return out
+
+    def crossover(self, x: Plan, y: Plan) -> Plan | None:
+        """Fig. 8: X's node n (with its containers) goes into Y at a random location; Y's
+        nodes holding one of them (and Y's own n) are deleted; first-fit repair."""
+        n = x.order[self.rng.integers(len(x.order))]
+        group = x.assign == n
+        deleted = set(y.assign[group].tolist()) | {n}
+        evicted = self.evicted(y, deleted, group)
+        order = [m for m in y.order if m not in deleted]
+        order.insert(int(self.rng.integers(len(order) + 1)), n)
+        child = y.assign.copy()
         child[np.isin(child, list(deleted))] = UNSET
         child[group] = n
-        loads = NodeLoads.of(self.data, child)
-        evicted = [evicted[k] for k in self.rng.permutation(len(evicted))]
-        return self.reinsert(child, loads, evicted, set())
+        self.counts["crossover"] += 1
+        out = self.first_fit(child, order, evicted, deleted - {n})
+        self.counts["crossover_invalid"] += out is None
+        return out
 
-    def mutation(self, y: np.ndarray) -> np.ndarray | None:
-        nodes = np.unique(y)
-        n = int(nodes[self.rng.integers(len(nodes))])
-        child = y.copy()
-        evicted = np.flatnonzero(child == n)
+    def mutation(self, y: Plan) -> Plan | None:
+        """Fig. 9: delete a random node of Y; first-fit its containers on the others."""
+        n = y.order[self.rng.integers(len(y.order))]
+        evicted = [int(c) for c in np.flatnonzero(y.assign == n)]
+        child = y.assign.copy()
         child[evicted] = UNSET
-        loads = NodeLoads.of(self.data, child)
-        order = [int(evicted[k]) for k in self.rng.permutation(len(evicted))]
-        return self.reinsert(child, loads, order, {n})
+        self.counts["mutation"] += 1
+        out = self.first_fit(child, [m for m in y.order if m != n], evicted, {n})
+        self.counts["mutation_invalid"] += out is None
+        return out
 
-    def initial(self) -> list[np.ndarray | None]:
+    def fill(self, sequence: np.ndarray) -> Plan:
+        """First-fit of the batch in queue order over the servers in ``sequence``."""
+        data = self.data
+        rank = np.empty(data.num_nodes, dtype=np.int64)
+        rank[sequence] = np.arange(len(sequence))
+        assign = np.full(data.num_containers, UNSET, dtype=np.int64)
+        loads = NodeLoads.empty(data)
+        for c in range(data.num_containers):
+            cand = np.flatnonzero(loads.fits(c))
+            if not len(cand):
+                raise Unplaceable(data, c)
+            n = int(cand[np.argmin(rank[cand])])
+            assign[c] = n
+            loads.add(c, n)
+        return Plan.of(assign, sequence.tolist())
+
+    def initial(self) -> list[Plan | None]:
+        """First-fit (server index order, then random server orders) and random-fit,
+        alternately; containers in queue order; optionally the best-fit plan."""
         data, out = self.data, []
         base = list(range(data.num_containers))
         for k in range(self.size):
             try:
                 if k == 0:
-                    out.append(greedy(data, base, "firstfit"))
+                    out.append(self.fill(np.arange(data.num_nodes)))
                 elif k == 1 and self.s.seed_bestfit:
-                    out.append(greedy(data, interleaved_order(data), "bestfit"))
+                    a = greedy(data, interleaved_order(data), "bestfit")
+                    out.append(Plan.of(a, range(data.num_nodes)))
                 elif k % 2:
-                    out.append(greedy(data, [int(c) for c in self.rng.permutation(base)],
-                                      "firstfit"))
+                    out.append(self.fill(self.rng.permutation(data.num_nodes)))
                 else:
-                    order = [int(c) for c in self.rng.permutation(base)]
-                    out.append(greedy(data, order, "random", self.rng))
+                    a = greedy(data, base, "random", self.rng)
+                    out.append(Plan.of(a, a.tolist()))
             except Unplaceable:
                 out.append(None)
         return out
@@ -269,7 +337,7 @@ class Gga:
         pop = self.initial()
         fit = np.array([self.fitness(a) for a in pop])
         best = int(np.argmin(fit))
-        best_fit, best_assign = fit[best], pop[best]
+        best_fit, best_plan = fit[best], pop[best]
         history = [float(best_fit)]
         since, gen, stopped = 0, 0, "stall"
         while True:
@@ -282,13 +350,13 @@ class Gga:
                 stopped = "time"
                 break
             gen += 1
-            children: list[np.ndarray | None] = [best_assign]  # elitism
+            children: list[Plan | None] = [best_plan]  # elitism
             while len(children) < self.size:
                 a = pop[self.select(fit)]
                 if a is None:
                     children.append(None)
                     continue
-                child: np.ndarray | None = a
+                child: Plan | None = a
                 if self.rng.random() < self.s.crossover_rate:
                     b = pop[self.select(fit)]
                     if b is not None:
@@ -300,13 +368,15 @@ class Gga:
             fit = np.array([self.fitness(a) for a in pop])
             k = int(np.argmin(fit))
             if fit[k] < best_fit - 1e-12:
-                best_fit, best_assign, since = fit[k], pop[k], 0
+                best_fit, best_plan, since = fit[k], pop[k], 0
             else:
                 since += 1
             history.append(float(best_fit))
         info = {"generations": gen, "stopped_by": stopped, "history": history,
-                "population": self.size, "fitness": float(best_fit)}
-        return (None if not np.isfinite(best_fit) else best_assign), info
+                "population": self.size, "fitness": float(best_fit), **self.counts}
+        if not np.isfinite(best_fit):
+            return None, info
+        return best_plan.assign, info
 
 
 # ----------------------------------------------------------------------------- methods
@@ -336,7 +406,7 @@ GGA_RULES: dict[str, OptionRule] = {
     "population": ("int", 2, 10_000), "tournament": ("int", 1, 10_000),
     "crossover_rate": ("float", 0, 1), "mutation_rate": ("float", 0, 1),
     "stall_generations": ("int", 1, 10_000_000), "max_generations": ("int", 0, 10_000_000),
-    "node_weight": ("float", 0, 1e6), "seed_bestfit": BOOL}
+    "node_weight": ("float", 0, 1e6), "seed_bestfit": BOOL, "repair": ("str", None, None)}
 """Values the grouping GA's options may take (also those of ``gga-ls``)."""
 
 
@@ -346,6 +416,9 @@ def run_gga(instance: Instance, *, backend=None, time_limit: float | None = None
     allowed = tuple(GgaSettings.__dataclass_fields__)
     check_options(options, allowed)
     check_option_values(options, GGA_RULES, ("population", "stall_generations", "node_weight"))
+    if options.get("repair", "plan") not in REPAIRS:
+        raise InputError(f"repair = {options['repair']!r}", field="options.repair",
+                         fix="use " + " or ".join(REPAIRS))
     settings = GgaSettings(**options)
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     data = liquid_data(instance)

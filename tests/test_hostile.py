@@ -532,6 +532,7 @@ def tiny():
     ("liquid", "exact", "symmetry", "no"), ("liquid", "exact", "num_workers", -1),
     ("liquid", "exact", "solver_options", "x"), ("liquid", "exact", "initial_solution", {}),
     ("liquid", "gga", "population", 1), ("liquid", "gga", "seed_bestfit", "yes"),
+    ("liquid", "gga", "repair", "everywhere"), ("liquid", "gga", "repair", 3),
     ("liquid", "gga-ls", "mutation_rate", 2), ("liquid", "gga-ls", "population", 10**400),
     ("sched2", "sif", "backfill", "x"), ("sched2", "fifo", "window", 0),
     ("sched2", "lrf", "window", 2.5), ("sched2", "dsif", "policy_state", 3),

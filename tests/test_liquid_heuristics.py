@@ -161,3 +161,97 @@ def test_baselines_by_hand():
     assert nodes("spread") == ["n1", "n0", "n1"]
     # pack: fewest free GPUs (n0 has 1): ps n0; w0 the job's own n0; w1 only n1 fits
     assert nodes("pack") == ["n0", "n0", "n1"]
+
+
+# ----------------------------------------------------------------------------- GA operators
+class ScriptedRng:
+    """Stands for the GA's generator: ``integers`` returns the scripted values in turn."""
+
+    def __init__(self, *values: int) -> None:
+        self.values = list(values)
+
+    def integers(self, high: int) -> int:
+        v = self.values.pop(0)
+        assert 0 <= v < high
+        return v
+
+
+def _workers_case(servers: int, gpus: int) -> Instance:
+    """``servers`` idle servers of ``gpus`` GPUs in one rack; containers a0, a1 (job a),
+    b0, b1 (job b), each one 1-GPU worker."""
+    cluster = homogeneous_cluster(servers, gpus, nodes_per_rack=servers, gpu_mem_gb=16.0)
+    jobs = tuple(Job(id=j, containers=tuple(Container(f"w{k}", "worker", 1, 4.0)
+                                            for k in range(2))) for j in ("a", "b"))
+    return Instance("liquid", cluster, jobs)
+
+
+def _gga(inst: Instance, rng: ScriptedRng, repair: str = "plan"):
+    from dlsched.heuristics.liquid import Gga, GgaSettings
+
+    return Gga(liquid_data(inst), GgaSettings(repair=repair), rng)
+
+
+@pytest.mark.parametrize("location,expected", [(0, [0, 0, 0, 2]), (1, [0, 0, 2, 2])])
+def test_gga_crossover_follows_fig8(location, expected):
+    # 3 servers x 3 GPUs; containers a0 a1 b0 b1. X: n0 = {a0, a1}. Y: n0 = {b0},
+    # n1 = {a0, a1}, n2 = {b1}, listed n0, n1, n2. X's n0 goes into Y: Y's n1 holds X's
+    # containers and Y's n0 duplicates the node, both are deleted; b0 (evicted) is placed
+    # by first-fit along the child's list: n0 inserted at position 0 -> [n0, n2], n0 has a
+    # free GPU -> n0; at position 1 -> [n2, n0] -> n2.
+    import numpy as np
+
+    from dlsched.heuristics.liquid import Plan
+
+    ga = _gga(_workers_case(3, 3), ScriptedRng(0, location))
+    x = Plan(np.array([0, 0, 1, 1]), (0, 1))
+    y = Plan(np.array([1, 1, 0, 2]), (0, 1, 2))
+    child = ga.crossover(x, y)
+    assert child.assign.tolist() == expected
+    assert set(child.order) == set(expected) and child.order[location] == 0
+
+
+def test_gga_repair_uses_only_the_plans_remaining_servers():
+    # 3 servers x 2 GPUs. Y: n0 = {a0, a1}, n1 = {b0, b1}; n2 idle. Mutation deletes n0
+    # (the first listed): the paper's reading ("remaining computing nodes") has no room
+    # left for a0, a1 -> invalid; the "cluster" reading opens the empty n2.
+    import numpy as np
+
+    from dlsched.heuristics.liquid import Plan
+
+    inst = _workers_case(3, 2)
+    y = Plan(np.array([0, 0, 1, 1]), (0, 1))
+    assert _gga(inst, ScriptedRng(0)).mutation(y) is None
+    child = _gga(inst, ScriptedRng(0), "cluster").mutation(y)
+    assert child.assign.tolist() == [2, 2, 1, 1] and child.order == (1, 2)
+    # nor are the servers a crossover deletes: X's n2 = {a0, b0} into Y deletes n0 and n1
+    # (they hold a0, b0) and leaves the list [n2], which is full -> invalid; "cluster"
+    # re-opens the emptied n0 for a1, then b1.
+    x = Plan(np.array([2, 1, 2, 0]), (2, 1, 0))
+    assert _gga(inst, ScriptedRng(0, 0)).crossover(x, y) is None
+    child = _gga(inst, ScriptedRng(0, 0), "cluster").crossover(x, y)
+    assert child.assign.tolist() == [2, 0, 2, 0]
+
+
+def test_gga_repair_option_is_checked():
+    r = solve(_workers_case(3, 2), "gga", repair="everywhere")
+    assert r.status is Status.INVALID_INPUT and "options.repair" in r.message
+
+
+def test_gga_first_population_member_is_first_fit_in_queue_order():
+    import numpy as np
+
+    inst = generate_liquid(seed=1, nodes=5)
+    data = liquid_data(inst)
+    ga = _gga(inst, np.random.default_rng(0))
+    pop = ga.initial()
+    assert pop[0].assign.tolist() == greedy(data, list(range(data.num_containers)),
+                                            "firstfit").tolist()
+    assert all(p is None or validate(inst, _decision(data, p.assign)).ok for p in pop)
+    # every plan lists exactly the servers it uses
+    assert all(p is None or set(p.order) == set(p.assign.tolist()) for p in pop)
+
+
+def _decision(data, assign):
+    from dlsched.problems.liquid import decision_from_assignment
+
+    return decision_from_assignment(data, assign)

@@ -107,3 +107,25 @@ def test_gavel_rounds_tiny(capsys):
     assert [f["jobs"] for f in figures] == [10, 30, 10, 30]
     # a lease that holds GPUs to a round's end never finishes a FIFO job earlier here
     assert all(f["jct_rounds_s"] >= f["jct_events_s"] for f in figures)
+
+
+def test_liquid_ps_apart_counts_jobs_whose_ps_has_no_worker_beside_it():
+    from dlsched import Instance, Job, homogeneous_cluster
+    from dlsched.benchmarks.reproduce_liquid import _ps_apart
+    from dlsched.decision import Decision, Placement, TaskPlacement
+    from dlsched.jobs import Container
+
+    cluster = homogeneous_cluster(3, 2, gpu_mem_gb=16.0)
+    jobs = tuple(Job(id=j, containers=(Container("ps", "ps", 0, 0.0),
+                                       Container("w0", "worker", 1, 4.0),
+                                       Container("w1", "worker", 1, 4.0))) for j in "ab")
+    inst = Instance("liquid", cluster, jobs)
+
+    def placed(job, ps, w0, w1):
+        gpus = (f"{w0}/g0", f"{w1}/g1" if w1 == w0 else f"{w1}/g0")
+        return Placement(job, gpus, tasks=(TaskPlacement("ps", ps), TaskPlacement("w0", w0),
+                                           TaskPlacement("w1", w1)))
+
+    # job a: PS beside w1 (together); job b: PS on n0, workers on n2 (apart)
+    decision = Decision((placed("a", "n1", "n0", "n1"), placed("b", "n0", "n2", "n2")))
+    assert _ps_apart(inst, decision) == 0.5
