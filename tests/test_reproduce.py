@@ -107,3 +107,21 @@ def test_gavel_rounds_tiny(capsys):
     assert [f["jobs"] for f in figures] == [10, 30, 10, 30]
     # a lease that holds GPUs to a round's end never finishes a FIFO job earlier here
     assert all(f["jct_rounds_s"] >= f["jct_events_s"] for f in figures)
+
+
+def test_horus_stated_long_shares_are_nearest_table6_fifo():
+    # the rule of STATED_P_LONG: FIFO's makespan (mean of seeds 0-4) at the chosen share is
+    # nearer Table 6's FIFO row than at the neighbouring multiples of 0.05
+    from dlsched.benchmarks.reproduce_horus import STATED_P_LONG
+    from dlsched.simulate import Policy, simulate, summary
+
+    def fifo_min(preset: str, p_long: float) -> float:
+        return sum(summary(simulate(stated_workload(s, preset, p_long=p_long), Policy("fifo"),
+                                    record_events=False, frag_samples=False))["makespan"]
+                   for s in range(5)) / 5 / 60
+
+    for preset, table6 in (("w-small", 267.3), ("w-large", 306.9)):
+        p = STATED_P_LONG[preset]
+        here = abs(fifo_min(preset, p) - table6)
+        assert here < abs(fifo_min(preset, round(p - 0.05, 2)) - table6)
+        assert here < abs(fifo_min(preset, round(p + 0.05, 2)) - table6)
