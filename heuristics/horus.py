@@ -1,10 +1,11 @@
 """Horus heuristics: Algorithm 1 (weighted-fair-queuing greedy) and the paper's baselines.
 
 - ``greedy`` (Alg. 1): cluster the pending jobs into k queues by k-means (L1) on four
-  normalized features, pick β jobs by weighted fairness, and for each, in order of
-  waiting time, filter the servers that pass the capacity check, give up when fewer than
-  ceil(λ / GPUs per server) pass, else take the λ cheapest GPUs by Eq. 7 evaluated on the
-  live state (jobs placed earlier in the round count).
+  normalized features, pick buffers of β jobs by weighted fairness until the queues are
+  empty (``refill``; the first buffer only with ``refill=False``), and for each job, in
+  order of waiting time within its buffer, filter the servers that pass the capacity
+  check, give up when fewer than ceil(λ / GPUs per server) pass, else take the λ cheapest
+  GPUs by Eq. 7 evaluated on the live state (jobs placed earlier in the call count).
 - ``fifo``: jobs in queue order on idle GPUs only (no co-location), first GPUs in cluster
   order; stops at the first job that does not fit (strict FIFO) unless ``backfill=True``.
 - ``obp`` (opportunistic bin packing): jobs in queue order; any GPU whose free memory takes
@@ -107,9 +108,32 @@ def _cheapest_gpus(state: ClusterState, job: Job, cost_row: np.ndarray,
     return None
 
 
+def buffer_order(queue_lists: list[list[int]], waits: np.ndarray, beta: int,
+                 refill: bool = True) -> list[int]:
+    """Alg. 1's buffers, concatenated: the order in which one call tries the jobs.
+
+    Each buffer is :func:`weighted_fair_pick` of β jobs, in order of waiting time (longest
+    first, ties: lower index). With ``refill`` the picked jobs leave their queues and the
+    next buffer is picked from what is left, weights taken again, until the queues are
+    empty ("while queues in Q is not empty do", line 3; docs/horus.md); without it, the
+    first buffer alone.
+    """
+    left = [list(q) for q in queue_lists]
+    order: list[int] = []
+    while any(left):
+        buffer = sorted(weighted_fair_pick(left, waits, beta), key=lambda j: (-waits[j], j))
+        order += buffer
+        if not refill:
+            break
+        taken = set(buffer)
+        left = [[j for j in q if j not in taken] for q in left]
+    return order
+
+
 def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
-           beta: int | None = None) -> Decision:
-    """Algorithm 1 of the Horus paper for one scheduling round."""
+           beta: int | None = None, refill: bool = True) -> Decision:
+    """Algorithm 1 of the Horus paper for one call: every buffer of β jobs until the
+    queues are empty (``refill``, the paper's loop) or the first buffer only."""
     p = parse_horus_params(instance.params)
     k = queues or p.queues
     beta = beta or p.beta or len(instance.jobs)
@@ -123,17 +147,16 @@ def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
     # jobs that cannot find GPUs this round are skipped (they change nothing; the Eq. 7
     # rows of the others do not depend on them)
     hopeful = may_fit(state, jobs)
-    if beta >= len(jobs):
-        # every job is picked whatever the queues, so the clustering cannot change the
-        # round: longest waiting first (ties: queue order), as below
+    if beta >= len(jobs) or (refill and k == 1):
+        # every job is picked whatever the queues (with one queue, the buffers are
+        # consecutive slices of it), so the clustering cannot change the call: longest
+        # waiting first (ties: queue order), as below
         picked = np.flatnonzero(hopeful)
         picked = picked[np.argsort(-waits[picked], kind="stable")].tolist()
     else:
         labels = kmeans_l1(normalize_columns(job_features(jobs)), k, seed)
         queue_lists = [np.flatnonzero(labels == q).tolist() for q in range(labels.max() + 1)]
-        picked = weighted_fair_pick(queue_lists, waits, beta)
-        picked.sort(key=lambda j: (-waits[j], j))
-        picked = [j for j in picked if hopeful[j]]
+        picked = [j for j in buffer_order(queue_lists, waits, beta, refill) if hopeful[j]]
     if not picked:
         return Decision()
     misfits = Misfits()
@@ -252,14 +275,14 @@ def obp(instance: Instance) -> Decision:
 
 
 for _name, _fn, _kind, _allowed, _summary in (
-    ("greedy", greedy, "heuristic", ("queues", "beta"),
+    ("greedy", greedy, "heuristic", ("queues", "beta", "refill"),
      "Alg. 1: k-means queues, weighted-fair picking, top-λ cheapest GPUs"),
     ("fifo", fifo, "baseline", ("backfill",), "exclusive idle GPUs in queue order"),
     ("obp", obp, "baseline", (), "opportunistic bin packing by free GPU memory"),
 ):
     register_method(MethodSpec("horus", _name, _kind, heuristic_method(
         _fn, _allowed, {"queues": ("int", 1, 1000), "beta": ("int", 1, 1_000_000),
-                        "backfill": BOOL}, ("queues", "beta")),
+                        "backfill": BOOL, "refill": BOOL}, ("queues", "beta")),
         summary=_summary))
 
 

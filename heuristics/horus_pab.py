@@ -15,7 +15,9 @@ a time to be called again even with nothing pending; ``dlsched.simulate.engine``
   holds the job; the least-loaded, i.e. most free memory, first; each server's CPU/RAM
   respected). One job per round when ``serial`` (default): the next placement waits until
   the last placed job's warm-up has passed, so n jobs cost n x T_wait as the paper says.
-* **Probe**: after ``warmup_s`` seconds (default 30 s, the middle of the paper's 0-60 s)
+* **Probe**: after ``warmup_s`` seconds (default 60 s: the warm-up is there "so all DL
+  jobs achieve stable resource patterns", so it lasts to the end of the stated 0-60 s;
+  docs/horus.md, "Readings audited against the text")
   the placed job's speed (its rate over its solo rate, which the simulator exposes as
   ``RunningJob.extra["rate_factor"]``) and that of every job it joined on its GPUs are
   compared with their speed before the placement (the new job: 1.0). If any of them fell
@@ -52,7 +54,7 @@ def _factors(instance: Instance) -> dict[str, float]:
     return {r.job: float(r.extra.get("rate_factor", 1.0)) for r in instance.running}
 
 
-def pab(instance: Instance, *, warmup_s: float = 30.0, threshold: float = 0.5,
+def pab(instance: Instance, *, warmup_s: float = 60.0, threshold: float = 0.5,
         serial: bool = True, policy_state: dict[str, Any] | None = None) -> MethodOutput:
     """One PAB round: judge the probes whose warm-up is over, then place (module docstring).
 
@@ -61,7 +63,7 @@ def pab(instance: Instance, *, warmup_s: float = 30.0, threshold: float = 0.5,
     instance
         The snapshot (pending queue, running jobs with their ``rate_factor``).
     warmup_s
-        Seconds between a placement and its performance check.
+        Seconds between a placement and its performance check (T_wait).
     threshold
         Requeue when a job's speed falls to this share of its speed before the placement.
     serial

@@ -160,6 +160,7 @@ def generate_horus_workload(
     arrivals: str = "batch",
     mean_interarrival_s: float = 60.0,
     jobs: int | None = None,
+    p_long: float | None = None,
 ) -> Instance:
     """A Horus workload for the simulator: jobs with submit times on a preset cluster.
 
@@ -178,6 +179,8 @@ def generate_horus_workload(
         Mean gap of Poisson arrivals, seconds.
     jobs
         Number of jobs (default: the preset's).
+    p_long
+        Share of long (> 800 s) jobs (default: the preset's).
 
     Returns
     -------
@@ -192,13 +195,16 @@ def generate_horus_workload(
         raise ValueError("arrivals must be 'batch' or 'poisson'")
     if mean_interarrival_s <= 0:
         raise ValueError("mean_interarrival_s must be > 0")
+    if p_long is not None and not 0.0 <= p_long <= 1.0:
+        raise ValueError("p_long must lie in [0, 1]")
     spec = WORKLOAD_PRESETS[preset]
+    long_share = spec["p_long"] if p_long is None else p_long
     shape = CLUSTER_PRESETS[cluster]
     count = spec["jobs"] if jobs is None else jobs
     if count < 1:
         raise ValueError("jobs must be >= 1")
     arguments = dict(preset=preset, cluster=cluster, arrivals=arrivals,
-                     mean_interarrival_s=mean_interarrival_s, jobs=count)
+                     mean_interarrival_s=mean_interarrival_s, jobs=count, p_long=long_share)
     rng = np.random.default_rng(seed)
     gpu_mem = GPU_MEMORY_GB[shape["gpu_type"]]
     topology = homogeneous_cluster(shape["nodes"], shape["gpus_per_node"],
@@ -212,7 +218,7 @@ def generate_horus_workload(
     weights = np.array(spec["gpu_weights"], dtype=float)
     out = []
     for i in range(count):
-        job = _draw_job(rng, f"j{i:04d}", gpu_mem, 1, spec["p_long"], spec["p_heavy"],
+        job = _draw_job(rng, f"j{i:04d}", gpu_mem, 1, long_share, spec["p_heavy"],
                         float(submits[i]))
         gpus = int((1, 2, 4)[rng.choice(3, p=weights / weights.sum())])
         out.append(job.replace(num_gpus=min(gpus, shape["gpus_per_node"])))
@@ -238,6 +244,8 @@ def _add_workload_arguments(parser: argparse.ArgumentParser) -> None:
                         help="mean gap of Poisson arrivals, seconds (default 60)")
     parser.add_argument("--jobs", type=int, default=None,
                         help="number of jobs (default: the preset's)")
+    parser.add_argument("--p-long", type=float, default=None,
+                        help="share of long (> 800 s) jobs (default: the preset's)")
 
 
 register_generator(GeneratorSpec("horus", generate_horus_workload, _add_workload_arguments,

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from dlsched import load_instance, save_instance
 from dlsched.instances.horus_gen import generate_horus
@@ -57,3 +58,15 @@ def test_generated_file_loads(tmp_path):
     inst = generate_horus(seed=9, nodes=4, gpus_per_node=4, beta=6, busy=0.9, cpu=12.0)
     save_instance(inst, tmp_path / "g.json")
     assert load_instance(tmp_path / "g.json").sha256 == inst.sha256
+
+
+def test_workload_share_of_long_jobs_can_be_set():
+    from dlsched.instances.horus_gen import generate_horus_workload
+
+    short = generate_horus_workload(seed=2, preset="w-large", jobs=30, p_long=0.0)
+    assert all(180 <= j.duration <= 800 for j in short.jobs)
+    long_ = generate_horus_workload(seed=2, preset="w-large", jobs=30, p_long=1.0)
+    assert all(801 <= j.duration <= 7200 for j in long_.jobs)
+    assert long_.provenance["arguments"]["p_long"] == 1.0
+    with pytest.raises(ValueError, match="p_long"):
+        generate_horus_workload(p_long=1.5)

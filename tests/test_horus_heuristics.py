@@ -93,3 +93,29 @@ def test_unknown_option_is_invalid_input():
     result = solve(inst, "obp", colour="red")
     assert result.status is Status.INVALID_INPUT
     assert "colour" in result.message
+
+
+def test_greedy_refills_the_buffer_until_the_queue_is_empty():
+    # 1 server x 2 GPUs of 8 GB; a (waited 100 s) and b (waited 50 s) each need 5 GB, so
+    # they cannot share a GPU. k = 1, beta = 1: the first buffer is {a} (longest wait), a
+    # takes g0 (both idle GPUs cost the same: lower index). Alg. 1's loop then picks the
+    # next buffer {b}, which takes g1 (g0 has 3 GB left). One buffer per call: b waits.
+    inst = horus_instance([("a", 1, 50.0, 5.0, 0.0, 0.0, 0.0), ("b", 1, 50.0, 5.0, 0.0, 0.0, 50.0)],
+                          params={"beta": 1, "queues": 1})
+    both = greedy(inst)
+    assert {p.job: p.gpus for p in both.placements} == {"a": ("n0/g0",), "b": ("n0/g1",)}
+    one = greedy(inst, refill=False)
+    assert {p.job: p.gpus for p in one.placements} == {"a": ("n0/g0",)}
+
+
+def test_buffer_order_reweighs_the_queues_after_each_buffer():
+    from dlsched.heuristics.horus import buffer_order
+
+    waits = np.array([10.0, 10.0, 15.0])
+    # queue 0 = jobs 0, 1 (weight max(2, 10 x 2) = 20), queue 1 = job 2 (weight 15); beta 1:
+    # shares 20/35 = 0.57 and 0.43 -> the one slot goes to queue 0 (job 0). Then queue 0 =
+    # job 1 (weight 10) vs 15 -> job 2; then job 1. Not the global wait order (2, 0, 1).
+    assert buffer_order([[0, 1], [2]], waits, 1) == [0, 2, 1]
+    assert buffer_order([[0, 1], [2]], waits, 1, refill=False) == [0]
+    # beta 2: buffer 1 = shares 1.14 / 0.86 -> one each, in wait order (2, 0); then job 1
+    assert buffer_order([[0, 1], [2]], waits, 2) == [2, 0, 1]

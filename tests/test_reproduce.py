@@ -129,3 +129,21 @@ def test_liquid_ps_apart_counts_jobs_whose_ps_has_no_worker_beside_it():
     # job a: PS beside w1 (together); job b: PS on n0, workers on n2 (apart)
     decision = Decision((placed("a", "n1", "n0", "n1"), placed("b", "n0", "n2", "n2")))
     assert _ps_apart(inst, decision) == 0.5
+
+
+def test_horus_stated_long_shares_are_nearest_table6_fifo():
+    # the rule of STATED_P_LONG: FIFO's makespan (mean of seeds 0-4) at the chosen share is
+    # nearer Table 6's FIFO row than at the neighbouring multiples of 0.05
+    from dlsched.benchmarks.reproduce_horus import STATED_P_LONG
+    from dlsched.simulate import Policy, simulate, summary
+
+    def fifo_min(preset: str, p_long: float) -> float:
+        return sum(summary(simulate(stated_workload(s, preset, p_long=p_long), Policy("fifo"),
+                                    record_events=False, frag_samples=False))["makespan"]
+                   for s in range(5)) / 5 / 60
+
+    for preset, table6 in (("w-small", 267.3), ("w-large", 306.9)):
+        p = STATED_P_LONG[preset]
+        here = abs(fifo_min(preset, p) - table6)
+        assert here < abs(fifo_min(preset, round(p - 0.05, 2)) - table6)
+        assert here < abs(fifo_min(preset, round(p + 0.05, 2)) - table6)

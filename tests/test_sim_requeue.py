@@ -166,3 +166,30 @@ def test_aggregate_utilization_equals_a_midpoint_sum():
     s = summary(run)
     assert s["gpu_util_aggregate"] == pytest.approx(capped / norm)
     assert s["gpu_util_sum_mean"] == pytest.approx(raw / norm)
+
+
+def test_pab_default_warmup_is_sixty_seconds():
+    # 2 idle GPUs, a and b at t = 0. Serial PAB places a (both GPUs hold 8 GB free: the
+    # lower index, g0) and places nothing else until a's probe at the default 60 s, where
+    # a runs alone at speed 1 (kept); then b takes g1 at t = 60.
+    w = Instance(problem="horus", cluster=homogeneous_cluster(1, 2, gpu_type="gtx1080"),
+                 jobs=(job("a", 50, 1000), job("b", 50, 1000)),
+                 params={"w_mem": 1.0, "w_util": 1.0}, name="two-gpus")
+    run = simulate(w, Policy("pab"), LINEAR)
+    starts = [e for e in run.events if e[1] == "start"]
+    assert starts == [(0.0, "start", "a"), (60.0, "start", "b")]
+
+
+def test_greedy_starts_every_fitting_job_at_once_with_a_small_buffer():
+    # 2 GPUs, two 5 GB jobs at t = 0, k = 1, beta = 1. Alg. 1 refills its buffer in the
+    # same call: both start at 0. One buffer per call (refill = false): b waits for the
+    # next event, a's completion at 100 s.
+    w = Instance(problem="horus", cluster=homogeneous_cluster(1, 2, gpu_type="gtx1080"),
+                 jobs=(job("a", 50, 100).replace(gpu_mem_gb=5.0),
+                       job("b", 50, 300).replace(gpu_mem_gb=5.0)),
+                 params={"w_mem": 1.0, "w_util": 1.0, "beta": 1, "queues": 1}, name="beta1")
+    starts = {e[2]: e[0] for e in simulate(w, Policy("greedy"), LINEAR).events
+              if e[1] == "start"}
+    assert starts == {"a": 0.0, "b": 0.0}
+    one = simulate(w, Policy("greedy", options={"refill": False}), LINEAR)
+    assert {e[2]: e[0] for e in one.events if e[1] == "start"} == {"a": 0.0, "b": 100.0}
