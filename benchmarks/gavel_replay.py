@@ -19,6 +19,7 @@ scale (dlsched's ``gavel`` trace reader). JCT is from each job's own arrival. Th
 line is one JSON object.
 
     python -m dlsched.benchmarks.gavel_replay [--jobs 1000,3000]
+    python -m dlsched.benchmarks.gavel_replay --scan DIR   # any folder of Gavel traces
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ from dlsched.simulate import Policy, SpeedModel, job_table, simulate
 from dlsched.topology import homogeneous_cluster
 
 GPUS = 64  # the cluster Gavel's simulator ran on: -c 64:0:0, 8 GPUs per server
+RESET_S = 2160.0
+"""Median gap between Gavel's allocation recomputations in these runs: its
+``minimum_time_between_allocation_resets`` (1,920 s) checked at 360 s round starts."""
 TRACES = ("fifo-l1900-s0", "fifo-l1600-s0", "fifo-l1700-s6")
 """Gavel ``-m`` traces: mean inter-arrival (``-l``) 1900 s and 1600 s seed 0, 1700 s seed 6."""
 
@@ -76,9 +80,12 @@ def fixed_workload(frame: pd.DataFrame, gpus: int = GPUS) -> Instance:
         name="gavel-trace")
 
 
-def run_fifo(work: Instance) -> dict:
-    """Mean JCT, makespan and utilization of FIFO (locality, interference off)."""
-    run = simulate(work, Policy("fifo"), SpeedModel(locality=None, interference=None),
+def run_fifo(work: Instance, every: float | None = None) -> dict:
+    """Mean JCT, makespan and utilization of FIFO (locality, interference off); ``every``:
+    FIFO is called only every ``every`` seconds (arrivals and completions just queue/free)."""
+    policy = Policy("fifo") if every is None else Policy("fifo", interval=every,
+                                                         batch_only=True)
+    run = simulate(work, policy, SpeedModel(locality=None, interference=None),
                    record_events=False, frag_samples=False)
     table = job_table(run)
     start, end = table["start"].to_numpy(float), table["end"].to_numpy(float)
@@ -103,12 +110,30 @@ def compare(name: str, jobs: int) -> dict:
     """One trace prefix: dlsched on 64 V100 and on the importer's cluster; Gavel."""
     frame = read_trace(name, jobs)
     fixed = run_fifo(fixed_workload(frame))
+    delayed = run_fifo(fixed_workload(frame), every=RESET_S)
     imported = run_fifo(workload_from_frame(frame, name=name, source="gavel"))
     gavel = gavel_figures(name, jobs)
-    return {"trace": name, "jobs": jobs, "dlsched_64": fixed, "dlsched_importer": imported,
+    return {"trace": name, "jobs": jobs, "dlsched_64": fixed,
+            "dlsched_64_every_reset": delayed, "dlsched_importer": imported,
             "gavel_64": None if gavel is None else {
                 k: gavel[k] for k in ("mean_jct_s", "gavel_utilization", "makespan_s",
                                       "utilization_by_decile")}}
+
+
+def scan(folder: Path) -> list[dict]:
+    """Every ``*.trace`` in ``folder`` (whole): dlsched on 64 V100 and on the importer's."""
+    paths = sorted(folder.glob("*.trace"))
+    if not paths:
+        raise InputError(f"--scan {folder}", field="--scan",
+                         fix="name a folder of Gavel traces (instances/derive/gavel_fifo.py trace)")
+    rows = []
+    for path in paths:
+        frame = read_raw_trace("gavel", path).frame
+        imported = run_fifo(workload_from_frame(frame, name=path.stem, source="gavel"))
+        rows.append({"trace": path.name, "jobs": len(frame),
+                     "jct_64_s": run_fifo(fixed_workload(frame))["mean_jct_s"],
+                     "importer_gpus": imported["gpus"], "jct_importer_s": imported["mean_jct_s"]})
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,8 +141,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", default="1000,3000",
                     help="comma-separated trace prefixes (1000,3000)")
     ap.add_argument("--trace", choices=TRACES, action="append",
-                    help="a committed trace (repeatable; default both)")
+                    help="a committed trace (repeatable; default all)")
+    ap.add_argument("--scan", type=Path,
+                    help="instead: every *.trace in this folder, dlsched only")
     args = ap.parse_args(argv)
+    if args.scan is not None:
+        start = time.process_time()
+        rows = scan(args.scan)
+        print(markdown_table(
+            ["trace", "jobs", "dlsched, 64 V100: mean JCT (s)", "importer GPUs",
+             "dlsched, importer's cluster", "64 / importer"],
+            [[r["trace"], r["jobs"], f"{r['jct_64_s']:,.0f}", r["importer_gpus"],
+              f"{r['jct_importer_s']:,.0f}", f"{r['jct_64_s'] / r['jct_importer_s']:.2f}"]
+             for r in rows]))
+        print(json.dumps({"scan": rows, "cpu_s": time.process_time() - start}))
+        return 0
     try:
         sizes = [int(x) for x in args.jobs.split(",")]
     except ValueError:
@@ -131,12 +169,14 @@ def main(argv: list[str] | None = None) -> int:
 
     print(markdown_table(
         ["trace", "jobs", "Gavel, 64 V100: mean JCT (s)", "dlsched, 64 V100",
-         "dlsched / Gavel", "importer GPUs", "dlsched, importer's cluster",
+         "dlsched / Gavel", "dlsched 64, FIFO every 2,160 s", "importer GPUs",
+         "dlsched, importer's cluster",
          "Gavel / dlsched-importer"],
         [[r["trace"], r["jobs"], jct(r["gavel_64"]), jct(r["dlsched_64"]),
           "n/a" if r["gavel_64"] is None else
           f"{r['dlsched_64']['mean_jct_s'] / r['gavel_64']['mean_jct_s']:.3f}",
-          r["dlsched_importer"]["gpus"], jct(r["dlsched_importer"]),
+          jct(r["dlsched_64_every_reset"]), r["dlsched_importer"]["gpus"],
+          jct(r["dlsched_importer"]),
           "n/a" if r["gavel_64"] is None else
           f"{r['gavel_64']['mean_jct_s'] / r['dlsched_importer']['mean_jct_s']:.2f}"]
          for r in rows]))

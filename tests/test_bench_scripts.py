@@ -184,3 +184,25 @@ def test_gavel_replay_reads_gavels_committed_figures():
     assert len(frame) == 3000
     # Gavel's scale factors (-m): 1, 2, 4 or 8 GPUs
     assert set(frame["num_gpus"]) <= {1, 2, 4, 8}
+
+
+def test_gavel_replay_scan_tiny(tmp_path, capsys):
+    from dlsched.benchmarks import gavel_replay
+
+    source = Path(__file__).resolve().parent / "data" / "traces" / "gavel_artifact_evaluation.trace"
+    (tmp_path / "a.trace").write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    assert gavel_replay.main(["--scan", str(tmp_path)]) == 0
+    _, out = _lines(capsys)
+    (row,) = out["scan"]
+    assert row["trace"] == "a.trace" and row["importer_gpus"] % 8 == 0
+    assert row["jct_64_s"] > 0 and row["jct_importer_s"] > 0
+
+
+def test_gavel_replay_scan_names_an_empty_folder(tmp_path):
+    import pytest
+
+    from dlsched.benchmarks import gavel_replay
+    from dlsched.errors import InputError
+
+    with pytest.raises(InputError, match="--scan"):
+        gavel_replay.main(["--scan", str(tmp_path)])
