@@ -12,7 +12,10 @@ Gavel at commit c4fa400) under FIFO, locality and interference off, on two clust
 * ``importer``: the cluster ``dlsched``'s trace importer sizes for the same file
   (``import_trace("gavel", ...)``, default ``target_load`` 0.8: whole 8-GPU servers
   holding the offered load inside the trace's window / 0.8), which grows with the
-  trace's length.
+  trace's length;
+
+and, as an ablation on 64 V100, dlsched's FIFO called only every 2,160 s (Gavel's
+delayed allocation alone, without its over-commitment: docs/simulator.md).
 
 Durations are Gavel's ``total_steps`` / its measured V100 steps per second at the job's
 scale (dlsched's ``gavel`` trace reader). JCT is from each job's own arrival. The last
@@ -30,6 +33,7 @@ import json
 import tempfile
 import time
 from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +56,7 @@ TRACES = ("fifo-l1900-s0", "fifo-l1600-s0", "fifo-l1700-s6")
 """Gavel ``-m`` traces: mean inter-arrival (``-l``) 1900 s and 1600 s seed 0, 1700 s seed 6."""
 
 
-def data_dir():
+def data_dir() -> Traversable:
     """The committed traces and Gavel's summaries."""
     return resources.files("dlsched.benchmarks").joinpath("data/gavel")
 
