@@ -14,8 +14,9 @@ Gavel at commit c4fa400) under FIFO, locality and interference off, on two clust
   holding the offered load inside the trace's window / 0.8), which grows with the
   trace's length;
 
-and, as an ablation on 64 V100, dlsched's FIFO called only every 2,160 s (Gavel's
-delayed allocation alone, without its over-commitment: docs/simulator.md).
+and, as ablations on 64 V100, Gavel's 360 s round leases (every arrival and duration
+rounded up to 360 s, as ``gavel_rounds`` does) and dlsched's FIFO called only every
+2,160 s (Gavel's delayed allocation alone, without its over-commitment: docs/simulator.md).
 
 Durations are Gavel's ``total_steps`` / its measured V100 steps per second at the job's
 scale (dlsched's ``gavel`` trace reader). JCT is from each job's own arrival. The last
@@ -48,6 +49,7 @@ from dlsched.markdown import markdown_table
 from dlsched.simulate import Policy, SpeedModel, job_table, simulate
 from dlsched.topology import homogeneous_cluster
 
+ROUND_S = 360.0  # Gavel's time_per_iteration
 GPUS = 64  # the cluster Gavel's simulator ran on: -c 64:0:0, 8 GPUs per server
 RESET_S = 2160.0
 """Median gap between Gavel's allocation recomputations in these runs: its
@@ -74,19 +76,25 @@ def read_trace(name: str, jobs: int) -> pd.DataFrame:
         return read_raw_trace("gavel", path).frame
 
 
-def fixed_workload(frame: pd.DataFrame, gpus: int = GPUS) -> Instance:
-    """The trace on ``gpus`` V100 in 8-GPU servers."""
-    jobs = tuple(Job(id=str(r.job_id), submit_time=float(r.submit_time_s),
-                     num_gpus=int(r.num_gpus), duration=float(r.duration_s),
+def fixed_workload(frame: pd.DataFrame, gpus: int = GPUS, rounds: bool = False) -> Instance:
+    """The trace on ``gpus`` V100 in 8-GPU servers; ``rounds``: every arrival and duration
+    rounded up to a multiple of 360 s (Gavel's round leases, as in ``gavel_rounds``)."""
+    def up(x: float) -> float:
+        return float(np.ceil(x / ROUND_S) * ROUND_S) if rounds else float(x)
+
+    jobs = tuple(Job(id=str(r.job_id), submit_time=round(up(r.submit_time_s), 3),
+                     num_gpus=int(r.num_gpus), duration=round(up(r.duration_s), 3),
                      model="resnet50", kind="train") for r in frame.itertuples())
     return Instance(problem="sched2", cluster=homogeneous_cluster(
         gpus // 8, 8, gpu_type="v100", gpu_mem_gb=16.0), jobs=jobs, params={},
         name="gavel-trace")
 
 
-def run_fifo(work: Instance, every: float | None = None) -> dict:
+def run_fifo(work: Instance, every: float | None = None,
+             arrivals: pd.Series | None = None) -> dict:
     """Mean JCT, makespan and utilization of FIFO (locality, interference off); ``every``:
-    FIFO is called only every ``every`` seconds (arrivals and completions just queue/free)."""
+    FIFO is called only every ``every`` seconds (arrivals and completions just queue/free);
+    ``arrivals`` (by job id): JCT from these instead of the workload's submit times."""
     policy = Policy("fifo") if every is None else Policy("fifo", interval=every,
                                                          batch_only=True)
     run = simulate(work, policy, SpeedModel(locality=None, interference=None),
@@ -99,7 +107,9 @@ def run_fifo(work: Instance, every: float | None = None) -> dict:
     edges = np.linspace(0.0, makespan, 11)
     busy = [float((size * np.clip(np.minimum(end, b) - np.maximum(start, a), 0, None)).sum())
             / (gpus * (b - a)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
-    return {"gpus": gpus, "mean_jct_s": float(table["jct"].mean()), "makespan_s": makespan,
+    jct = (table["jct"] if arrivals is None
+           else table["end"] - table["job"].map(arrivals).astype(float))
+    return {"gpus": gpus, "mean_jct_s": float(jct.mean()), "makespan_s": makespan,
             "utilization": float((size * (end - start)).sum() / (gpus * makespan)),
             "utilization_by_decile": [round(x, 4) for x in busy]}
 
@@ -115,10 +125,13 @@ def compare(name: str, jobs: int) -> dict:
     frame = read_trace(name, jobs)
     fixed = run_fifo(fixed_workload(frame))
     delayed = run_fifo(fixed_workload(frame), every=RESET_S)
+    leased = run_fifo(fixed_workload(frame, rounds=True),
+                      arrivals=frame.set_index(frame["job_id"].astype(str))["submit_time_s"])
     imported = run_fifo(workload_from_frame(frame, name=name, source="gavel"))
     gavel = gavel_figures(name, jobs)
     return {"trace": name, "jobs": jobs, "dlsched_64": fixed,
-            "dlsched_64_every_reset": delayed, "dlsched_importer": imported,
+            "dlsched_64_rounds": leased, "dlsched_64_every_reset": delayed,
+            "dlsched_importer": imported,
             "gavel_64": None if gavel is None else {
                 k: gavel[k] for k in ("mean_jct_s", "gavel_utilization", "makespan_s",
                                       "utilization_by_decile")}}
@@ -173,13 +186,15 @@ def main(argv: list[str] | None = None) -> int:
 
     print(markdown_table(
         ["trace", "jobs", "Gavel, 64 V100: mean JCT (s)", "dlsched, 64 V100",
-         "dlsched / Gavel", "dlsched 64, FIFO every 2,160 s", "importer GPUs",
+         "dlsched / Gavel", "dlsched 64, 360 s leases", "dlsched 64, FIFO every 2,160 s",
+         "importer GPUs",
          "dlsched, importer's cluster",
          "Gavel / dlsched-importer"],
         [[r["trace"], r["jobs"], jct(r["gavel_64"]), jct(r["dlsched_64"]),
           "n/a" if r["gavel_64"] is None else
           f"{r['dlsched_64']['mean_jct_s'] / r['gavel_64']['mean_jct_s']:.3f}",
-          jct(r["dlsched_64_every_reset"]), r["dlsched_importer"]["gpus"],
+          jct(r["dlsched_64_rounds"]), jct(r["dlsched_64_every_reset"]),
+          r["dlsched_importer"]["gpus"],
           jct(r["dlsched_importer"]),
           "n/a" if r["gavel_64"] is None else
           f"{r['gavel_64']['mean_jct_s'] / r['dlsched_importer']['mean_jct_s']:.2f}"]
