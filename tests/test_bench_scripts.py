@@ -156,3 +156,53 @@ def test_inference_paper_tiny(capsys):
     # the paper's Table 2 numbers, printed beside ours (typed in from the paper)
     assert _rows(lines, "12-15 h | fixed")[0][2] == "0.883"
     assert _rows(lines, "12-15 h | heuristic − fixed")[0][2] == "+0.085"
+
+
+def test_gavel_replay_tiny(capsys):
+    from dlsched.benchmarks import gavel_replay
+
+    assert gavel_replay.main(["--jobs", "20", "--trace", "fifo-l1900-s0"]) == 0
+    lines, out = _lines(capsys)
+    (row,) = out["rows"]
+    assert row["trace"] == "fifo-l1900-s0" and row["jobs"] == 20
+    assert row["gavel_64"] is None  # Gavel was run on 1,000 and 3,000 jobs only
+    assert row["dlsched_64"]["gpus"] == 64
+    # the importer sizes whole 8-GPU servers for the offered load at target 0.8; on 20
+    # jobs that is less than 64 GPUs but never less than the largest job (8 GPUs)
+    assert row["dlsched_importer"]["gpus"] % 8 == 0
+    assert 8 <= row["dlsched_importer"]["gpus"] < 64
+    assert 0 < row["dlsched_64"]["utilization"] <= 1
+    assert _rows(lines, "fifo-l1900-s0")[0][1] == "20"
+
+
+def test_gavel_replay_reads_gavels_committed_figures():
+    from dlsched.benchmarks import gavel_replay
+
+    gavel = gavel_replay.gavel_figures("fifo-l1900-s0", 3000)
+    assert gavel["jobs"] == 3000 and gavel["gpus"] == 64 and gavel["policy"] == "fifo"
+    frame = gavel_replay.read_trace("fifo-l1900-s0", 3000)
+    assert len(frame) == 3000
+    # Gavel's scale factors (-m): 1, 2, 4 or 8 GPUs
+    assert set(frame["num_gpus"]) <= {1, 2, 4, 8}
+
+
+def test_gavel_replay_scan_tiny(tmp_path, capsys):
+    from dlsched.benchmarks import gavel_replay
+
+    source = Path(__file__).resolve().parent / "data" / "traces" / "gavel_artifact_evaluation.trace"
+    (tmp_path / "a.trace").write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+    assert gavel_replay.main(["--scan", str(tmp_path)]) == 0
+    _, out = _lines(capsys)
+    (row,) = out["scan"]
+    assert row["trace"] == "a.trace" and row["importer_gpus"] % 8 == 0
+    assert row["jct_64_s"] > 0 and row["jct_importer_s"] > 0
+
+
+def test_gavel_replay_scan_names_an_empty_folder(tmp_path):
+    import pytest
+
+    from dlsched.benchmarks import gavel_replay
+    from dlsched.errors import InputError
+
+    with pytest.raises(InputError, match="--scan"):
+        gavel_replay.main(["--scan", str(tmp_path)])
