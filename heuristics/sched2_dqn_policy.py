@@ -28,11 +28,20 @@ import numpy as np
 from dlsched.decision import Decision, Placement
 from dlsched.errors import InputError
 from dlsched.files import unique_keys
-from dlsched.heuristics.sched2 import ServerRoom
-from dlsched.heuristics.sched2_priority import FEATURES, priority_features
+from dlsched.heuristics.sched2 import ServerRoom, _gpus_only, some_job_fits
+from dlsched.heuristics.sched2_live import JobArrays, Placer
+from dlsched.heuristics.sched2_priority import (
+    DURATION_SCALE_S,
+    FEATURES,
+    WAIT_SCALE_S,
+    arrival_order,
+    idle_per_server,
+    priority_features,
+)
 from dlsched.heuristics.weights import read_safetensors
 from dlsched.instance import Instance
 from dlsched.problems.sched2 import parse_sched2_params
+from dlsched.state import ViewPolicy, register_view_policy
 
 Q_FEATURES = (*FEATURES, "idle_share", "queue_load", "stop")
 """A row of the Q-network: the learned priority's job features, the pooled summary (share
@@ -139,3 +148,92 @@ def dqn_decision(instance: Instance, network: NumpyJobQ, window: int | None) -> 
         running = True
         placements.append(Placement(jobs[j].id, tuple(cluster.gpu_ids[g] for g in placed)))
     return Decision(tuple(placements))
+
+
+# ---------------------------------------------------------------------- simulator fast form
+class LiveRows:
+    """:func:`q_rows` for the live view, built from per-job columns computed once (the
+    job's own features) or once per call (its waiting time); the same numbers, operation
+    by operation, as :func:`q_rows` (``tests/test_sched2_dqn_live.py`` compares them)."""
+
+    def __init__(self, view) -> None:
+        self.arrays = a = JobArrays(view)
+        self.log2_gpus = np.log2(a.gpus)
+        self.log_duration = np.log(a.duration / DURATION_SCALE_S)
+        self.locality = (a.sensitivity - 1.0) * (a.gpus > 1)
+        self.gpus_x_duration = self.log2_gpus * self.log_duration
+
+    def rows(self, shown: np.ndarray, waited: np.ndarray, idle: np.ndarray, total_gpus: int,
+             queued: int) -> np.ndarray:
+        """The rows of records ``shown`` (``waited``: their log-wait feature), then φ."""
+        n = len(shown)
+        rows = np.zeros((n + 1, len(Q_FEATURES)))
+        idle_share = float(idle.sum()) / total_gpus
+        load = np.log1p(queued / total_gpus)
+        if n:
+            g = self.log2_gpus[shown]
+            length = self.log_duration[shown]
+            queue = float(load)
+            rows[:-1, 0] = g
+            rows[:-1, 1] = length
+            rows[:-1, 2] = waited
+            rows[:-1, 3] = self.locality[shown]
+            rows[:-1, 4] = self.gpus_x_duration[shown]
+            rows[:-1, 5] = g * idle_share
+            rows[:-1, 6] = length * queue
+            rows[:-1, 7] = waited * queue
+            rows[:-1, 8] = (self.arrays.gpus[shown] > idle.max()).astype(float)
+        rows[:, len(FEATURES)] = idle_share
+        rows[:, len(FEATURES) + 1] = load
+        rows[-1, -1] = 1.0
+        return rows
+
+
+def dqn_live(view, *, policy_state=None):
+    """``dqn`` (shipped agent) on the live view: :func:`dqn_decision` without a snapshot."""
+    if policy_state is None:
+        policy_state = (LiveRows(view), *load_network(shipped_weights()))
+    live, network, window = policy_state
+    arrays = live.arrays
+    queue = arrival_order(arrays, view).tolist()
+    placer = Placer(view)
+    if not queue:
+        return placer.decision(), policy_state
+    total = view.cluster.num_gpus
+    idle = idle_per_server(view)
+    running = view.idle_count < total  # every SCHED² job holds a GPU
+    waited = {}  # record -> its log-wait feature (the clock is frozen during a call)
+    at = np.array(queue)
+    for r, w in zip(queue, np.log1p((view.time - arrays.submit[at]) / WAIT_SCALE_S).tolist(),
+                    strict=True):
+        waited[r] = w
+    while queue:
+        picks = queue[:window]
+        shown = np.array(picks)
+        if not (arrays.gpus[shown] <= idle.sum()).any():
+            break
+        q = network(live.rows(shown, np.array([waited[r] for r in picks]), idle, total,
+                              len(queue)))
+        if not running:
+            q[-1] = -np.inf
+        pick = int(np.argmax(q))
+        if pick == len(shown):
+            break
+        r = picks[pick]
+        got = placer.place(int(arrays.gpus[r]))
+        if got is None:  # it waits for this job
+            break
+        placer.take(arrays.ids[r], got)
+        for s, k in got[1].items():
+            idle[s] -= k
+        queue.remove(r)
+        running = True
+    return placer.decision(), policy_state
+
+
+def _can_start(view, **options) -> bool:
+    return some_job_fits(view)
+
+
+register_view_policy(ViewPolicy("sched2", "dqn", dqn_live, _can_start, frozenset(),
+                                _gpus_only, stateful=True))

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..instance import Instance
 from ..jobs import Job, RunningJob
 from .live import LiveState
@@ -132,6 +134,15 @@ class SimView:
         """Pending jobs in arrival order (lazily)."""
         jobs = self._jobs
         return (jobs[i] for i in self._queue)
+
+    def queue_records(self) -> np.ndarray:
+        """Pending jobs in arrival order as indices into :attr:`workload_jobs` (int64)."""
+        return np.fromiter(self._queue, dtype=np.int64, count=len(self._queue))
+
+    @property
+    def workload_jobs(self) -> Sequence[Job]:
+        """Every job of the workload, by record index (read-only)."""
+        return self._jobs
 
     def min_demand(self) -> int | None:
         """Smallest GPU demand among pending jobs with a fixed demand."""
