@@ -88,9 +88,10 @@ class NumpyJobQ:
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         x = rows
         for k, (w, b) in enumerate(self.layers):
-            x = x @ w + b
+            x = x @ w
+            x += b  # in place: the same sums as x @ w + b, without another array
             if k < LAYERS - 1:
-                x = np.maximum(x, 0.0)
+                np.maximum(x, 0.0, out=x)
         return x[:, 0]
 
 
@@ -152,37 +153,39 @@ def dqn_decision(instance: Instance, network: NumpyJobQ, window: int | None) -> 
 
 # ---------------------------------------------------------------------- simulator fast form
 class LiveRows:
-    """:func:`q_rows` for the live view, built from per-job columns computed once (the
-    job's own features) or once per call (its waiting time); the same numbers, operation
-    by operation, as :func:`q_rows` (``tests/test_sched2_dqn_live.py`` compares them)."""
+    """:func:`q_rows` for the live view, from a block of per-job columns computed once per
+    run (the job's own features) or once per call (its waiting time); the same numbers,
+    operation by operation, as :func:`q_rows` (``tests/test_sched2_dqn_live.py``)."""
 
     def __init__(self, view) -> None:
         self.arrays = a = JobArrays(view)
-        self.log2_gpus = np.log2(a.gpus)
-        self.log_duration = np.log(a.duration / DURATION_SCALE_S)
-        self.locality = (a.sensitivity - 1.0) * (a.gpus > 1)
-        self.gpus_x_duration = self.log2_gpus * self.log_duration
+        log2_gpus = np.log2(a.gpus)
+        log_duration = np.log(a.duration / DURATION_SCALE_S)
+        # per record: log2_gpus, log_duration, (log_wait), locality, gpus_x_duration, gpus
+        self.own = np.stack([log2_gpus, log_duration, np.zeros(len(a.gpus)),
+                             (a.sensitivity - 1.0) * (a.gpus > 1), log2_gpus * log_duration,
+                             a.gpus], axis=1)
 
-    def rows(self, shown: np.ndarray, waited: np.ndarray, idle: np.ndarray, total_gpus: int,
-             queued: int) -> np.ndarray:
-        """The rows of records ``shown`` (``waited``: their log-wait feature), then φ."""
-        n = len(shown)
+    def block(self, records: np.ndarray, now: float) -> np.ndarray:
+        """The per-job columns of ``records`` at time ``now`` (one row each)."""
+        block = self.own[records]
+        block[:, 2] = np.log1p((now - self.arrays.submit[records]) / WAIT_SCALE_S)
+        return block
+
+    @staticmethod
+    def rows(block: np.ndarray, idle: np.ndarray, total_gpus: int, queued: int) -> np.ndarray:
+        """The rows of the jobs of ``block`` (:meth:`block`), then the φ row."""
+        n = len(block)
         rows = np.zeros((n + 1, len(Q_FEATURES)))
         idle_share = float(idle.sum()) / total_gpus
         load = np.log1p(queued / total_gpus)
         if n:
-            g = self.log2_gpus[shown]
-            length = self.log_duration[shown]
             queue = float(load)
-            rows[:-1, 0] = g
-            rows[:-1, 1] = length
-            rows[:-1, 2] = waited
-            rows[:-1, 3] = self.locality[shown]
-            rows[:-1, 4] = self.gpus_x_duration[shown]
-            rows[:-1, 5] = g * idle_share
-            rows[:-1, 6] = length * queue
-            rows[:-1, 7] = waited * queue
-            rows[:-1, 8] = (self.arrays.gpus[shown] > idle.max()).astype(float)
+            rows[:-1, :5] = block[:, :5]
+            rows[:-1, 5] = block[:, 0] * idle_share
+            rows[:-1, 6] = block[:, 1] * queue
+            rows[:-1, 7] = block[:, 2] * queue
+            rows[:-1, 8] = block[:, 5] > idle.max()
         rows[:, len(FEATURES)] = idle_share
         rows[:, len(FEATURES) + 1] = load
         rows[-1, -1] = 1.0
@@ -195,38 +198,36 @@ def dqn_live(view, *, policy_state=None):
         policy_state = (LiveRows(view), *load_network(shipped_weights()))
     live, network, window = policy_state
     arrays = live.arrays
-    queue = arrival_order(arrays, view).tolist()
+    queue = arrival_order(arrays, view)
     placer = Placer(view)
-    if not queue:
+    if not len(queue):
         return placer.decision(), policy_state
     total = view.cluster.num_gpus
     idle = idle_per_server(view)
-    running = view.idle_count < total  # every SCHED² job holds a GPU
-    waited = {}  # record -> its log-wait feature (the clock is frozen during a call)
-    at = np.array(queue)
-    for r, w in zip(queue, np.log1p((view.time - arrays.submit[at]) / WAIT_SCALE_S).tolist(),
-                    strict=True):
-        waited[r] = w
-    while queue:
-        picks = queue[:window]
-        shown = np.array(picks)
-        if not (arrays.gpus[shown] <= idle.sum()).any():
+    free = int(idle.sum())
+    running = free < total  # every SCHED² job holds a GPU
+    block = live.block(queue, view.time)  # row k: the k-th queued job (picked ones deleted)
+    records = queue.tolist()
+    while records:
+        shown = block[:window]
+        if not (shown[:, 5] <= free).any():
             break
-        q = network(live.rows(shown, np.array([waited[r] for r in picks]), idle, total,
-                              len(queue)))
+        q = network(live.rows(shown, idle, total, len(records)))
         if not running:
             q[-1] = -np.inf
         pick = int(np.argmax(q))
         if pick == len(shown):
             break
-        r = picks[pick]
+        r = records[pick]
         got = placer.place(int(arrays.gpus[r]))
         if got is None:  # it waits for this job
             break
         placer.take(arrays.ids[r], got)
         for s, k in got[1].items():
             idle[s] -= k
-        queue.remove(r)
+        free -= len(got[0])
+        del records[pick]
+        block = np.concatenate((block[:pick], block[pick + 1:]))
         running = True
     return placer.decision(), policy_state
 

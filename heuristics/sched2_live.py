@@ -23,8 +23,9 @@ from dlsched.state import ViewPolicy, register_view_policy
 class JobArrays:
     """Per-job numbers of a run's workload by record index (built at a run's first call).
 
-    ``gpus``, ``duration``, ``submit``, ``sensitivity`` (float64), ``ids``, and
-    ``per_server`` = the largest server's GPU count.
+    ``gpus``, ``duration``, ``submit``, ``sensitivity`` (float64), ``ids``,
+    ``per_server`` = the largest server's GPU count, and ``shapes`` (the distinct
+    (demand, sensitivity) pairs) with ``shape_key`` (each job's index into it).
     """
 
     def __init__(self, view: Any) -> None:
@@ -36,6 +37,15 @@ class JobArrays:
         self.sensitivity = np.array([params.sensitivity(j.model) for j in jobs])
         self.ids = [j.id for j in jobs]
         self.per_server = int(view.cluster.node_gpu_count.max())
+        # SAF's groups: one key per distinct (demand, sensitivity)
+        shapes = sorted({(int(j.num_gpus), s) for j, s in zip(jobs, self.sensitivity.tolist(),
+                                                                strict=True)})
+        self.shapes = shapes
+        code = {shape: k for k, shape in enumerate(shapes)}
+        self.shape_key = np.array([code[(int(j.num_gpus), s)] for j, s in zip(
+            jobs, self.sensitivity.tolist(), strict=True)], dtype=np.int64)
+        # SAF's slowdown of a sensitivity on GPUs per server (a pure function: memoized)
+        self.slowdowns: dict[tuple[float, tuple[int, ...]], float] = {}
 
 
 class Placer:
@@ -69,9 +79,8 @@ def dsif_live(view: Any, *, policy_state: tuple[JobArrays, dict[str, int]] | Non
     method's ``policy_state``) and the job arrays."""
     arrays, delays = policy_state if policy_state is not None else (JobArrays(view), {})
     queue = view.queue_records()
-    # (ideal time, arrival, queue position), as select() sorts
-    order = queue[np.lexsort((np.arange(len(queue)), arrays.submit[queue],
-                              arrays.duration[queue]))]
+    # (ideal time, arrival, queue position), as select() sorts (lexsort is stable)
+    order = queue[np.lexsort((arrays.submit[queue], arrays.duration[queue]))]
     placer = Placer(view)
     ids = arrays.ids
     for r in order.tolist():
@@ -95,38 +104,43 @@ def saf_live(view: Any, *, policy_state: JobArrays | None = None, backfill: bool
              ) -> tuple[Decision, JobArrays]:
     """``saf`` on the live view (``backfill`` changes nothing: SAF ranks only jobs that
     fit). Each round scores every remaining job at once: its ideal time times the
-    slowdown of its demand's packing placement."""
+    slowdown of its demand's packing placement, one slowdown per (demand, sensitivity)."""
     arrays = policy_state if policy_state is not None else JobArrays(view)
     queue = view.queue_records()
     placer = Placer(view)
-    demand = arrays.gpus[queue]
-    sens = arrays.sensitivity[queue]
     duration = arrays.duration[queue]
     submit = arrays.submit[queue]
+    group = arrays.shape_key[queue]
+    left = np.bincount(group, minlength=len(arrays.shapes))  # queued jobs of each group
     alive = np.ones(len(queue), dtype=bool)
-    while alive.any():
-        slowdown = np.full(len(queue), np.inf)
+    memo = arrays.slowdowns
+    while True:
+        slow = np.zeros(len(left))
+        fits = np.zeros(len(left), dtype=bool)
         got_of: dict[int, tuple[list[int], dict[int, int]] | None] = {}
-        for d in np.unique(demand[alive]).tolist():
-            got = got_of[int(d)] = placer.place(int(d))
-            if got is None:
-                continue
-            local = got[1]
-            spans = np.array([local[s] for s in sorted(local)], dtype=np.int64)
-            at_d = alive & (demand == d)
-            for s in np.unique(sens[at_d]).tolist():
-                slowdown[at_d & (sens == s)] = locality_slowdown(s, spans)
-        fits = np.isfinite(slowdown)
-        if not fits.any():
+        for g in np.flatnonzero(left).tolist():
+            d, sens = arrays.shapes[g]
+            if d not in got_of:
+                got_of[d] = placer.place(d)
+            got = got_of[d]
+            if got is not None:
+                local = got[1]
+                spans = tuple(local[s] for s in sorted(local))
+                if (sens, spans) not in memo:
+                    memo[sens, spans] = locality_slowdown(sens, np.array(spans, dtype=np.int64))
+                slow[g] = memo[sens, spans]
+                fits[g] = True
+        ranked = np.flatnonzero(alive & fits[group])  # in queue order
+        if not len(ranked):
             break
-        actual = np.where(fits, duration * slowdown, np.inf)
         # the smallest (actual, arrival, queue position)
-        cand = np.flatnonzero(actual == actual[fits].min())
+        actual = duration[ranked] * slow[group[ranked]]
+        cand = ranked[actual == actual.min()]
         k = int(cand[submit[cand] == submit[cand].min()][0])  # cand is in queue order
         alive[k] = False
-        demand_k = int(demand[k])
-        placer.take(arrays.ids[int(queue[k])], got_of[demand_k])  # type: ignore[arg-type]
-        demand = np.where(alive, demand, -1.0)  # a started job is no longer a demand
+        left[group[k]] -= 1
+        placer.take(arrays.ids[int(queue[k])],
+                    got_of[arrays.shapes[group[k]][0]])  # type: ignore[arg-type]
     return placer.decision(), arrays
 
 

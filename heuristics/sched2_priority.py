@@ -181,8 +181,7 @@ register_method(MethodSpec(
 def idle_per_server(view) -> np.ndarray:
     """Idle GPUs of each server of the live view (int64), as a snapshot's
     ``bincount(gpu_node[~gpu_busy])``."""
-    n = view.cluster.num_nodes
-    return np.fromiter(map(view.idle_on, range(n)), dtype=np.int64, count=n)
+    return view.idle_counts()
 
 
 def arrival_order(arrays, view) -> np.ndarray:
@@ -206,7 +205,8 @@ def learned_priority_live(view, *, policy_state=None, window: int | None = None)
     features = priority_features(
         arrays.gpus[shown], arrays.duration[shown], view.time - submit,
         arrays.sensitivity[shown], idle_per_server(view), view.cluster.num_gpus, len(queue))
-    ranked = shown[np.lexsort((np.arange(len(shown)), submit, scorer.scores(features)))]
+    # by (score, arrival, queue position): lexsort is stable
+    ranked = shown[np.lexsort((submit, scorer.scores(features)))]
     for r in ranked.tolist():
         got = placer.place(int(arrays.gpus[r]))
         if got is None:

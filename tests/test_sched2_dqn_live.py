@@ -14,7 +14,6 @@ from dlsched.heuristics.sched2_dqn_policy import (
     q_rows,
     shipped_weights,
 )
-from dlsched.heuristics.sched2_priority import WAIT_SCALE_S
 from dlsched.instances.sched2_gen import generate_sched2
 from dlsched.simulate import Policy, simulate
 
@@ -47,8 +46,7 @@ def test_live_rows_equal_q_rows(seed):
         wait = now - a.submit[shown]
         expected = q_rows(a.gpus[shown], a.duration[shown], wait, a.sensitivity[shown], idle,
                           total, queued)
-        waited = np.array(np.log1p(wait / WAIT_SCALE_S).tolist())
-        got = live.rows(shown, waited, idle, total, queued)
+        got = live.rows(live.block(shown, now), idle, total, queued)
         assert got.dtype == expected.dtype and np.array_equal(got, expected)
         assert np.array_equal(network(got), network(expected))
 

@@ -136,8 +136,9 @@ class SimView:
         return (jobs[i] for i in self._queue)
 
     def queue_records(self) -> np.ndarray:
-        """Pending jobs in arrival order as indices into :attr:`workload_jobs` (int64)."""
-        return np.fromiter(self._queue, dtype=np.int64, count=len(self._queue))
+        """Pending jobs in arrival order as indices into :attr:`workload_jobs` (int64,
+        read-only)."""
+        return self._queue.records()
 
     @property
     def workload_jobs(self) -> Sequence[Job]:
@@ -177,6 +178,11 @@ class SimView:
     def idle_on(self, server: int) -> int:
         """Number of idle GPUs of ``server``."""
         return len(self._state.idle[server])
+
+    def idle_counts(self) -> np.ndarray:
+        """Idle GPUs of every server (int64, a new array)."""
+        idle = self._state.idle
+        return np.fromiter(map(len, idle), dtype=np.int64, count=len(idle))
 
     def open_servers(self) -> Iterator[int]:
         """Servers with at least one idle GPU, by index (lazily; do not hold across calls)."""
