@@ -173,21 +173,21 @@ class LiveRows:
         return block
 
     @staticmethod
-    def rows(block: np.ndarray, idle: np.ndarray, total_gpus: int, queued: int) -> np.ndarray:
-        """The rows of the jobs of ``block`` (:meth:`block`), then the φ row."""
+    def rows(block: np.ndarray, idle: np.ndarray, total_gpus: int, queued: int,
+             free: int | None = None) -> np.ndarray:
+        """The rows of the jobs of ``block`` (:meth:`block`), then the φ row (``free``:
+        ``idle.sum()`` when the caller has it)."""
         n = len(block)
         rows = np.zeros((n + 1, len(Q_FEATURES)))
-        idle_share = float(idle.sum()) / total_gpus
+        idle_share = float(idle.sum() if free is None else free) / total_gpus
         load = np.log1p(queued / total_gpus)
         if n:
             queue = float(load)
             rows[:-1, :5] = block[:, :5]
-            rows[:-1, 5] = block[:, 0] * idle_share
-            rows[:-1, 6] = block[:, 1] * queue
-            rows[:-1, 7] = block[:, 2] * queue
+            # log2_gpus x idle share, log_duration x load, log_wait x load (one product each)
+            rows[:-1, 5:8] = block[:, :3] * np.array([idle_share, queue, queue])
             rows[:-1, 8] = block[:, 5] > idle.max()
-        rows[:, len(FEATURES)] = idle_share
-        rows[:, len(FEATURES) + 1] = load
+        rows[:, len(FEATURES):len(FEATURES) + 2] = (idle_share, load)
         rows[-1, -1] = 1.0
         return rows
 
@@ -212,7 +212,7 @@ def dqn_live(view, *, policy_state=None):
         shown = block[:window]
         if not (shown[:, 5] <= free).any():
             break
-        q = network(live.rows(shown, idle, total, len(records)))
+        q = network(live.rows(shown, idle, total, len(records), free))
         if not running:
             q[-1] = -np.inf
         pick = int(np.argmax(q))

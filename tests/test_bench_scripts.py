@@ -150,6 +150,7 @@ def test_sim_queue_latency_tiny(capsys):
     for method in ("fifo", "dqn"):
         row = figures[method]
         assert 1 <= row["started"] <= 12 and row["ms_median"] > 0
+        assert 0 < row["policy_ms_median"] <= row["ms_median"]
         assert any(line.startswith(method) for line in lines[:-1])
 
 
