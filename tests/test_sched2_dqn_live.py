@@ -66,3 +66,17 @@ def test_fast_form_picks_as_the_snapshot_method_on_a_busy_queue():
     for a, b in zip(sorted(full.records, key=lambda r: r.job.id),
                     sorted(fast.records, key=lambda r: r.job.id), strict=True):
         assert (a.start, a.end, a.gpu_list) == (b.start, b.end, b.gpu_list)
+
+
+def test_one_blas_thread_gives_the_same_q_values():
+    from dlsched.heuristics.blas_threads import one_blas_thread
+
+    network, _ = load_network(shipped_weights())
+    rng = np.random.default_rng(0)
+    for n in (300, 2000, 5000):
+        rows = rng.normal(size=(n, 12))
+        default = network._forward(rows)
+        with one_blas_thread():
+            single = network._forward(rows)
+        assert np.array_equal(default, single)
+        assert np.array_equal(network(rows), default)
