@@ -387,3 +387,6 @@ register_view_policy(ViewPolicy("sched2", "fifo", fifo_live, fifo_can_start,
 for _rule in _LIVE_KEYS:
     register_view_policy(ViewPolicy("sched2", _rule, _sorted_live(_rule), some_job_fits,
                                     frozenset({"backfill"}), _gpus_only))
+
+# DSIF's and SAF's fast forms (registered on import; that module reads this one's names)
+from dlsched.heuristics import sched2_live  # noqa: E402, F401

@@ -28,11 +28,21 @@ import numpy as np
 from dlsched.decision import Decision, Placement
 from dlsched.errors import InputError
 from dlsched.files import unique_keys
-from dlsched.heuristics.sched2 import ServerRoom
-from dlsched.heuristics.sched2_priority import FEATURES, priority_features
+from dlsched.heuristics.blas_threads import one_blas_thread
+from dlsched.heuristics.sched2 import ServerRoom, _gpus_only, some_job_fits
+from dlsched.heuristics.sched2_live import JobArrays, Placer
+from dlsched.heuristics.sched2_priority import (
+    DURATION_SCALE_S,
+    FEATURES,
+    WAIT_SCALE_S,
+    arrival_order,
+    idle_per_server,
+    priority_features,
+)
 from dlsched.heuristics.weights import read_safetensors
 from dlsched.instance import Instance
 from dlsched.problems.sched2 import parse_sched2_params
+from dlsched.state import ViewPolicy, register_view_policy
 
 Q_FEATURES = (*FEATURES, "idle_share", "queue_load", "stop")
 """A row of the Q-network: the learned priority's job features, the pooled summary (share
@@ -77,11 +87,18 @@ class NumpyJobQ:
                              f"not {len(Q_FEATURES)}")
 
     def __call__(self, rows: np.ndarray) -> np.ndarray:
+        if len(rows) > 256:  # a long queue: one BLAS thread (the same Q-values, less CPU)
+            with one_blas_thread():
+                return self._forward(rows)
+        return self._forward(rows)
+
+    def _forward(self, rows: np.ndarray) -> np.ndarray:
         x = rows
         for k, (w, b) in enumerate(self.layers):
-            x = x @ w + b
+            x = x @ w
+            x += b  # in place: the same sums as x @ w + b, without another array
             if k < LAYERS - 1:
-                x = np.maximum(x, 0.0)
+                np.maximum(x, 0.0, out=x)
         return x[:, 0]
 
 
@@ -139,3 +156,92 @@ def dqn_decision(instance: Instance, network: NumpyJobQ, window: int | None) -> 
         running = True
         placements.append(Placement(jobs[j].id, tuple(cluster.gpu_ids[g] for g in placed)))
     return Decision(tuple(placements))
+
+
+# ---------------------------------------------------------------------- simulator fast form
+class LiveRows:
+    """:func:`q_rows` for the live view, from a block of per-job columns computed once per
+    run (the job's own features) or once per call (its waiting time); the same numbers,
+    operation by operation, as :func:`q_rows` (``tests/test_sched2_dqn_live.py``)."""
+
+    def __init__(self, view) -> None:
+        self.arrays = a = JobArrays(view)
+        log2_gpus = np.log2(a.gpus)
+        log_duration = np.log(a.duration / DURATION_SCALE_S)
+        # per record: log2_gpus, log_duration, (log_wait), locality, gpus_x_duration, gpus
+        self.own = np.stack([log2_gpus, log_duration, np.zeros(len(a.gpus)),
+                             (a.sensitivity - 1.0) * (a.gpus > 1), log2_gpus * log_duration,
+                             a.gpus], axis=1)
+
+    def block(self, records: np.ndarray, now: float) -> np.ndarray:
+        """The per-job columns of ``records`` at time ``now`` (one row each)."""
+        block = self.own[records]
+        block[:, 2] = np.log1p((now - self.arrays.submit[records]) / WAIT_SCALE_S)
+        return block
+
+    @staticmethod
+    def rows(block: np.ndarray, idle: np.ndarray, total_gpus: int, queued: int,
+             free: int | None = None) -> np.ndarray:
+        """The rows of the jobs of ``block`` (:meth:`block`), then the φ row (``free``:
+        ``idle.sum()`` when the caller has it)."""
+        n = len(block)
+        rows = np.zeros((n + 1, len(Q_FEATURES)))
+        idle_share = float(idle.sum() if free is None else free) / total_gpus
+        load = np.log1p(queued / total_gpus)
+        if n:
+            queue = float(load)
+            rows[:-1, :5] = block[:, :5]
+            # log2_gpus x idle share, log_duration x load, log_wait x load (one product each)
+            rows[:-1, 5:8] = block[:, :3] * np.array([idle_share, queue, queue])
+            rows[:-1, 8] = block[:, 5] > idle.max()
+        rows[:, len(FEATURES):len(FEATURES) + 2] = (idle_share, load)
+        rows[-1, -1] = 1.0
+        return rows
+
+
+def dqn_live(view, *, policy_state=None):
+    """``dqn`` (shipped agent) on the live view: :func:`dqn_decision` without a snapshot."""
+    if policy_state is None:
+        policy_state = (LiveRows(view), *load_network(shipped_weights()))
+    live, network, window = policy_state
+    arrays = live.arrays
+    queue = arrival_order(arrays, view)
+    placer = Placer(view)
+    if not len(queue):
+        return placer.decision(), policy_state
+    total = view.cluster.num_gpus
+    idle = idle_per_server(view)
+    free = int(idle.sum())
+    running = free < total  # every SCHED² job holds a GPU
+    block = live.block(queue, view.time)  # row k: the k-th queued job (picked ones deleted)
+    records = queue.tolist()
+    while records:
+        shown = block[:window]
+        if not (shown[:, 5] <= free).any():
+            break
+        q = network(live.rows(shown, idle, total, len(records), free))
+        if not running:
+            q[-1] = -np.inf
+        pick = int(np.argmax(q))
+        if pick == len(shown):
+            break
+        r = records[pick]
+        got = placer.place(int(arrays.gpus[r]))
+        if got is None:  # it waits for this job
+            break
+        placer.take(arrays.ids[r], got)
+        for s, k in got[1].items():
+            idle[s] -= k
+        free -= len(got[0])
+        del records[pick]
+        block = np.concatenate((block[:pick], block[pick + 1:]))
+        running = True
+    return placer.decision(), policy_state
+
+
+def _can_start(view, **options) -> bool:
+    return some_job_fits(view)
+
+
+register_view_policy(ViewPolicy("sched2", "dqn", dqn_live, _can_start, frozenset(),
+                                _gpus_only, stateful=True))

@@ -27,12 +27,14 @@ import numpy as np
 
 from dlsched.decision import Decision
 from dlsched.errors import InputError
-from dlsched.heuristics.sched2 import start_in_order
+from dlsched.heuristics.sched2 import _gpus_only, some_job_fits, start_in_order
+from dlsched.heuristics.sched2_live import JobArrays, Placer
 from dlsched.heuristics.weights import read_safetensors
 from dlsched.instance import Instance
 from dlsched.method_support import heuristic_method
 from dlsched.problems.sched2 import parse_sched2_params, submitted_part
 from dlsched.registry import MethodSpec, register_method
+from dlsched.state import ViewPolicy, register_view_policy
 
 FEATURES = (
     "log2_gpus",            # log2(num_gpus)
@@ -173,3 +175,49 @@ register_method(MethodSpec(
                      ("window",)),
     summary="learned job priority (shared weights over job and cluster features, "
             "cross-entropy policy search), packing placement"))
+
+
+# ---------------------------------------------------------------------- simulator fast form
+def idle_per_server(view) -> np.ndarray:
+    """Idle GPUs of each server of the live view (int64), as a snapshot's
+    ``bincount(gpu_node[~gpu_busy])``."""
+    return view.idle_counts()
+
+
+def arrival_order(arrays, view) -> np.ndarray:
+    """The queue's records sorted by arrival, ties by queue position (a snapshot's order)."""
+    queue = view.queue_records()
+    return queue[np.argsort(arrays.submit[queue], kind="stable")]
+
+
+def learned_priority_live(view, *, policy_state=None, window: int | None = None):
+    """``learned-priority`` (shipped weights) on the live view: the same features and
+    scores as :func:`priority_order` on a snapshot, from the run's job arrays."""
+    if policy_state is None:
+        policy_state = (JobArrays(view), load_scorer(shipped_weights()))
+    arrays, scorer = policy_state
+    queue = arrival_order(arrays, view)
+    shown = queue[:window]
+    placer = Placer(view)
+    if not len(shown):
+        return placer.decision(), policy_state
+    submit = arrays.submit[shown]
+    features = priority_features(
+        arrays.gpus[shown], arrays.duration[shown], view.time - submit,
+        arrays.sensitivity[shown], idle_per_server(view), view.cluster.num_gpus, len(queue))
+    # by (score, arrival, queue position): lexsort is stable
+    ranked = shown[np.lexsort((submit, scorer.scores(features)))]
+    for r in ranked.tolist():
+        got = placer.place(int(arrays.gpus[r]))
+        if got is None:
+            break
+        placer.take(arrays.ids[r], got)
+    return placer.decision(), policy_state
+
+
+def _can_start(view, **options) -> bool:
+    return some_job_fits(view)
+
+
+register_view_policy(ViewPolicy("sched2", "learned-priority", learned_priority_live, _can_start,
+                                frozenset({"window"}), _gpus_only, stateful=True))

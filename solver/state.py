@@ -84,7 +84,10 @@ class ViewPolicy:
     the method options the fast form accepts; with any other option the simulator uses the
     snapshot method, and so it does for a workload that ``applies(workload)`` refuses (a
     fast form that models less than the method, e.g. no node CPU or RAM). The view
-    (``dlsched.simulate.view.SimView``) is read-only.
+    (``dlsched.simulate.view.SimView``) is read-only. A ``stateful`` fast form carries
+    something across the calls of one run (DSIF's delay counts, a learned policy's arrays
+    of the workload's jobs): ``decide`` also gets ``policy_state=`` (None at the first
+    call, then what it returned last) and returns ``(decision, policy_state)``.
     """
 
     problem: str
@@ -93,6 +96,13 @@ class ViewPolicy:
     can_start: Callable[..., bool]
     options: frozenset[str] = frozenset()
     applies: Callable[[Instance], bool] = lambda workload: True
+    stateful: bool = False
+
+    def run(self, view: Any, state: Any, options: dict[str, Any]) -> tuple[Any, Any]:
+        """``(decision, state for the next call)`` of one call (``state``: the last one)."""
+        if self.stateful:
+            return self.decide(view, policy_state=state, **options)
+        return self.decide(view, **options), state
 
 
 _VIEW_POLICIES: dict[tuple[str, str], ViewPolicy] = {}

@@ -15,6 +15,7 @@ from dlsched.benchmarks import (
     policy_latency,
     sched2_optimum,
     sched2_rl,
+    sim_queue_latency,
 )
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
@@ -139,6 +140,18 @@ def test_policy_latency_tiny(capsys):
         for method in methods:
             assert figures[f"{problem}:{method}"] > 0
     assert figures["max_ms"] == max(v for k, v in figures.items() if ":" in k)
+
+
+def test_sim_queue_latency_tiny(capsys):
+    assert sim_queue_latency.main(["--gpus", "32", "--queue", "12", "--idle", "16",
+                                   "--repeat", "1", "--policies", "fifo,dqn"]) == 0
+    lines, figures = _lines(capsys)
+    assert (figures["gpus"], figures["queue"], figures["idle"]) == (32, 12, 16)
+    for method in ("fifo", "dqn"):
+        row = figures[method]
+        assert 1 <= row["started"] <= 12 and row["ms_median"] > 0
+        assert 0 < row["policy_ms_median"] <= row["ms_median"]
+        assert any(line.startswith(method) for line in lines[:-1])
 
 
 def test_fuzz_tiny(capsys):

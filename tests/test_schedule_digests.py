@@ -4,7 +4,8 @@ the code before the speed-ups of issue 33 (commit 627901b).
 
 The digests were written by running :func:`schedule_digest` on that commit (an old tree
 beside this one, the same cases); a policy whose schedule changes on purpose records its
-new digest here with the reason. ``dqn`` is not pinned: its weights are being retrained.
+new digest here with the reason. ``dqn`` (the shipped weights) is pinned from the code
+before its simulator fast form (commit 091cb5c, the snapshot method).
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ EXPECTED = {
     ("itp01", "sched2", "lrf", ()): "b78c6e1636c260e8",
     ("itp01", "sched2", "spf", ()): "d06adda358562d43",
     ("itp01", "sched2", "learned-priority", ()): "3bd2f6cf160e5bfa",
+    ("itp10", "sched2", "dqn", ()): "b2a722b9eaab0c6f",
+    ("itp01", "sched2", "dqn", ()): "92f9feb501fee7d6",
     ("itp10", "sched2", "sif", (("backfill", True),)): "16cfda349b39f138",
     ("itp01", "sched2", "sif", (("backfill", True),)): "602f844f11a0a1fe",
     ("itp10", "horus", "fifo", ()): "6fb50327d0406a8b",
@@ -113,7 +116,7 @@ EXPECTED = {
     ("genie", "genie", "tetris-cer", ()): "1fc520f31e2f0615",
 }
 
-SCHED2 = ("fifo", "sif", "saf", "dsif", "lrf", "spf", "learned-priority")
+SCHED2 = ("fifo", "sif", "saf", "dsif", "lrf", "spf", "learned-priority", "dqn")
 HORUS = ("fifo", "obp", "pab", "greedy")
 GENIE = ("swaf", "fifo", "capacity", "minmin", "wfair", "tetris-perf", "tetris-cer")
 CASES = (

@@ -60,6 +60,33 @@ def test_sched2_view_policies_with_backfill(rule, options):
     _both(w, Policy(rule, options=options))
 
 
+@pytest.mark.parametrize("rule", ["dsif", "saf"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_sched2_stateful_view_policies(rule, seed):
+    # DSIF carries its delay counts across calls in the view policy's state
+    from dlsched.state import view_policy
+
+    assert view_policy("sched2", rule).stateful
+    w = generate_sched2(seed=seed, jobs=150, servers=5, gpus_per_server=8, interarrival=30.0,
+                        median_duration=600.0)
+    for options in ({}, {"backfill": True}):
+        _both(w, Policy(rule, options=options))
+
+
+@pytest.mark.parametrize("method,options", [("learned-priority", {}),
+                                            ("learned-priority", {"window": 4}),
+                                            ("dqn", {})])
+@pytest.mark.parametrize("seed", [0, 4])
+def test_sched2_learned_view_policies(method, options, seed):
+    from dlsched.state import view_policy
+
+    assert view_policy("sched2", method) is not None
+    w = generate_sched2(seed=seed, jobs=150, servers=5, gpus_per_server=8, interarrival=25.0,
+                        median_duration=600.0)
+    table = _both(w, Policy(method, options=options))
+    assert table["start"].gt(table["submit"]).any()  # queues formed: the order mattered
+
+
 @pytest.mark.parametrize("method", ["fifo", "obp", "greedy"])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_horus_fast_equals_full_with_interference(method, seed):

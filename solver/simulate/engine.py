@@ -299,9 +299,9 @@ class _Engine:
         """Ask the policy and apply its (checked) decision."""
         if self.view_policy is not None:
             self.calls += 1
-            decision = self.view_policy.decide(self.view(), **self.policy.options)
-            self.apply(decision)
-            return
+            vp, caller = self.view_policy, self.caller  # a stateful one keeps it in the caller
+            decision, caller.state = vp.run(self.view(), caller.state, self.policy.options)
+            return self.apply(decision)
         requeue: tuple[str, ...] = ()
         watch = None
         if not self.prefix:

@@ -11,6 +11,8 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from itertools import compress
 
+import numpy as np
+
 from ..jobs import Job
 
 
@@ -32,6 +34,7 @@ class PendingQueue:
         self.version = 0
         self._cache: tuple[int, tuple[Job, ...]] | None = None
         self._index: tuple[int, dict[str, int]] | None = None
+        self._records: tuple[int, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return len(self._pos)
@@ -90,6 +93,17 @@ class PendingQueue:
             self._cache = (self.version, tuple(map(
                 self._jobs.__getitem__, compress(self._order[h:], self._alive[h:]))))
         return self._cache[1]
+
+    def records(self) -> np.ndarray:
+        """The pending jobs' record indices in arrival order (int64; cached until the queue
+        changes; read-only)."""
+        if self._records is None or self._records[0] != self.version:
+            h = self._head
+            order = np.fromiter(compress(self._order[h:], self._alive[h:]), dtype=np.int64,
+                                count=len(self._pos))
+            order.flags.writeable = False
+            self._records = (self.version, order)
+        return self._records[1]
 
     def job_index(self) -> dict[str, int]:
         """Job id -> position in :meth:`jobs` (cached until the queue changes; read-only)."""

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..instance import Instance
 from ..jobs import Job, RunningJob
 from .live import LiveState
@@ -133,6 +135,16 @@ class SimView:
         jobs = self._jobs
         return (jobs[i] for i in self._queue)
 
+    def queue_records(self) -> np.ndarray:
+        """Pending jobs in arrival order as indices into :attr:`workload_jobs` (int64,
+        read-only)."""
+        return self._queue.records()
+
+    @property
+    def workload_jobs(self) -> Sequence[Job]:
+        """Every job of the workload, by record index (read-only)."""
+        return self._jobs
+
     def min_demand(self) -> int | None:
         """Smallest GPU demand among pending jobs with a fixed demand."""
         return self._queue.min_demand()
@@ -166,6 +178,11 @@ class SimView:
     def idle_on(self, server: int) -> int:
         """Number of idle GPUs of ``server``."""
         return len(self._state.idle[server])
+
+    def idle_counts(self) -> np.ndarray:
+        """Idle GPUs of every server (int64, a new array)."""
+        idle = self._state.idle
+        return np.fromiter(map(len, idle), dtype=np.int64, count=len(idle))
 
     def open_servers(self) -> Iterator[int]:
         """Servers with at least one idle GPU, by index (lazily; do not hold across calls)."""
