@@ -41,8 +41,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from dlsched.errors import InputError
 
 from .trace_reader import (
@@ -427,6 +425,8 @@ def read_raw_trace(fmt: str, path: str | Path, *, skip_bad: bool = False,
         raise InputError(f"unknown trace format {fmt!r}", field="FORMAT",
                          fix=f"use one of: {', '.join(FORMAT_NAMES)}")
     zone = tz or (FORMATS[fmt].default_tz if fmt in FORMATS else "UTC")
+    import pandas as pd  # on first use: `dlsched` commands start faster
+
     try:
         pd.Timestamp("2020-01-01").tz_localize(zone)
     except Exception:  # noqa: BLE001 - any failure means an unknown zone name

@@ -26,14 +26,15 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal
 
 from dlsched.errors import InputError
 from dlsched.files import MAX_BYTES, read_json
 
 from .trace_values import BadRow, number, timestamp
+
+if TYPE_CHECKING:  # pandas loads on first read: `dlsched` commands start faster
+    import pandas as pd
 
 FIELDS = ("job_id", "submit_time_s", "duration_s", "num_gpus", "cpu", "mem_gb", "gpu_milli",
           "model", "batch_size", "iterations", "weight")
@@ -348,6 +349,8 @@ class _Collector:
                                 or "none") + (f"; skipped {sum(self.skipped.values())}"
                                               if self.skipped else ""),
                              source=str(self.path))
+        import pandas as pd
+
         frame = pd.DataFrame([{k: r[k] for k in FIELDS if k in r} for r in self.rows])
         frame["job_id"] = frame["job_id"].astype(str)
         dup = frame["job_id"].duplicated()

@@ -6,8 +6,6 @@ import math
 import re
 from typing import Any
 
-import pandas as pd
-
 
 class BadRow(Exception):
     """A malformed value: the column and what is wrong with it."""
@@ -112,6 +110,8 @@ ISO_DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?
 def _datetime(text: str, tz: str) -> float:
     if not ISO_DATETIME.fullmatch(text):
         raise ValueError(text)
+    import pandas as pd  # on first use: `dlsched` commands start faster
+
     stamp = pd.Timestamp(text)
     if stamp is pd.NaT:
         raise ValueError(text)

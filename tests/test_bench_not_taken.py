@@ -5,21 +5,27 @@ them apart, and the profiles measure a solver over the problems it takes."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
 from dlsched.benchmarks.results_table import COLUMNS, read_table
+from dlsched.cli import main
 
-DLSCHED = [sys.executable, "-m", "dlsched.cli"]
 
-
-def dlsched(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*DLSCHED, *args], capture_output=True, text=True, cwd=cwd,
-                          check=False, timeout=600)
+@pytest.fixture
+def dlsched(monkeypatch, capsys):
+    """``dlsched ARGS`` in ``cwd``, through main() (no interpreter of its own): its exit
+    code, stdout and stderr."""
+    def run(*args: str, cwd: Path) -> SimpleNamespace:
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        code = main(list(args))
+        out = capsys.readouterr()
+        return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
+    return run
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +42,11 @@ def suite(tmp_path_factory):
                 {"name": "big", "generator": "sched2", "seeds": [0],
                  "arguments": {"jobs": 200}}]}
     (root / "suite.json").write_text(json.dumps(spec))
-    run = dlsched("library", "build", "--suite", str(root), "--no-progress", cwd=root)
-    assert run.returncode == 0, run.stderr
+    assert main(["library", "build", "--suite", str(root), "--no-progress"]) == 0
     return root
 
 
-def test_bench_records_declined_pairs_as_na_with_the_reason(suite, tmp_path):
+def test_bench_records_declined_pairs_as_na_with_the_reason(suite, tmp_path, dlsched):
     out = tmp_path / "r.csv"
     run = dlsched("bench", "--suite", str(suite), "--methods", "offline-makespan,fifo",
                   "--output", str(out), "--no-progress", "--jobs", "1", cwd=tmp_path)
@@ -78,7 +83,7 @@ def _row(instance: str, method: str, status: str, objective: float | None,
     return row
 
 
-def test_profiles_leave_declined_pairs_out(tmp_path):
+def test_profiles_leave_declined_pairs_out(tmp_path, dlsched):
     # a declines i1 and solves i2 fastest at the best value: over the problems it takes
     # it always reaches the best value (share 1), where counting i1 as failed gives 0.5
     rows = [_row("i1", "a", "n/a", None, None, "a does not take i1"),

@@ -4,6 +4,7 @@ JSON line; docs/benchmarks.md lists each script."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from dlsched.benchmarks import (
@@ -54,7 +55,16 @@ def test_exact_scale_tiny(capsys):
     assert figures["families"]["liquid-5"]["highs"]["gap_max"] == 0
 
 
-def test_sched2_rl_tiny(capsys):
+@dataclass(frozen=True)
+class _BriefDqn(sched2_rl.DqnSettings):
+    """The shipped DQN settings but 20 demonstration updates instead of 2000 (they were
+    nearly all of this test's CPU): the tables' shape is what the test checks."""
+
+    pretrain_updates: int = 20
+
+
+def test_sched2_rl_tiny(capsys, monkeypatch):
+    monkeypatch.setattr(sched2_rl, "DqnSettings", _BriefDqn)
     assert sched2_rl.main(["--episodes", "1", "--jobs", "20", "--train-seeds", "1",
                            "--generations", "1", "--population", "2",
                            "--generalization-episodes", "1", "--small-workloads", "1",

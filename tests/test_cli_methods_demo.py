@@ -7,13 +7,20 @@ import subprocess
 import sys
 
 from dlsched import load_instance, relative_gap, solve
+from dlsched.cli import main
 
 DLSCHED = [sys.executable, "-m", "dlsched.cli"]
 
 
-def test_methods_prints_aligned_columns_with_the_five_kinds():
-    out = subprocess.run([*DLSCHED, "methods"], capture_output=True, text=True,
-                         check=True).stdout.splitlines()
+def dlsched(capsys, *args: str) -> str:
+    """``dlsched ARGS``'s stdout, through main() (no interpreter of its own); exit 0."""
+    capsys.readouterr()
+    assert main(list(args)) == 0
+    return capsys.readouterr().out
+
+
+def test_methods_prints_aligned_columns_with_the_five_kinds(capsys):
+    out = dlsched(capsys, "methods").splitlines()
     header = out[0]
     starts = [header.index(word) for word in ("method", "kind", "backends", "summary")]
     rows = {}
@@ -28,15 +35,14 @@ def test_methods_prints_aligned_columns_with_the_five_kinds():
     assert rows[("sched2", "offline-makespan")] == rows[("horus", "exact")] == "exact"
 
 
-def test_demo_prints_the_gap_result_gap_uses(tmp_path):
+def test_demo_prints_the_gap_result_gap_uses(tmp_path, capsys):
     args = ["--nodes", "4", "--busy", "0.9", "--seed", "1"]
-    out = subprocess.run([*DLSCHED, "demo", *args, "--time-limit", "60"],
-                         capture_output=True, text=True, check=True).stdout
+    out = dlsched(capsys, "demo", *args, "--time-limit", "60")
     printed = float(re.search(r"gap of greedy to the proven optimum: ([\d.]+) %", out)[1])
     # the same snapshot, solved through the library
     path = tmp_path / "h.json"
-    subprocess.run([*DLSCHED, "generate", "horus", "--nodes", "4", "--beta", "15",
-                    "--busy", "0.9", "--seed", "1", "-o", str(path)], check=True)
+    dlsched(capsys, "generate", "horus", "--nodes", "4", "--beta", "15", "--busy", "0.9",
+            "--seed", "1", "-o", str(path))
     instance = load_instance(path)
     exact = solve(instance, "exact", backend="cbc", time_limit=60)
     greedy = solve(instance, "greedy", seed=1)
@@ -46,10 +52,10 @@ def test_demo_prints_the_gap_result_gap_uses(tmp_path):
     assert gap is not None and printed == round(100 * gap, 3)
 
 
-def test_methods_of_one_problem_and_an_unknown_one():
-    run = subprocess.run([*DLSCHED, "methods", "inference"], capture_output=True, text=True,
-                         check=True)
-    assert {line.split()[0] for line in run.stdout.splitlines()[1:]} == {"inference"}
+def test_methods_of_one_problem_and_an_unknown_one(capsys):
+    out = dlsched(capsys, "methods", "inference")
+    assert {line.split()[0] for line in out.splitlines()[1:]} == {"inference"}
+    # a real process: its exit code and its one stderr line
     bad = subprocess.run([*DLSCHED, "methods", "hours"], capture_output=True, text=True,
                          check=False)
     assert bad.returncode == 2

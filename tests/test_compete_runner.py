@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -159,28 +158,33 @@ def test_entrant_input_errors():
     assert main(["compete", "--suite", "no-such-suite", "--solver", "a:b"]) == 2
 
 
-def _as_a_user(argv: list[str], cwd) -> subprocess.CompletedProcess:
-    """``dlsched ARGV`` as a user types it in ``cwd``, the venv's commands on the PATH."""
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return subprocess.run(["dlsched", *argv], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
+def _as_a_user(argv: list[str], cwd, monkeypatch, capsys) -> tuple[int, str]:
+    """``dlsched ARGV`` as a user types it in ``cwd``, the venv's commands on the PATH: its
+    exit code and stderr. In this process (an interpreter less); the entrants it starts
+    are processes of their own, as for the user."""
+    monkeypatch.chdir(cwd)
+    monkeypatch.setenv("PATH", os.pathsep.join([str(Path(sys.executable).parent),
+                                                os.environ.get("PATH", "")]))
+    capsys.readouterr()
+    code = main(argv)
+    return code, capsys.readouterr().err
 
 
-def test_the_docs_commands_run_from_the_repository_root_with_the_default_output():
+def test_the_docs_commands_run_from_the_repository_root_with_the_default_output(monkeypatch,
+                                                                                capsys):
     root = Path(__file__).resolve().parents[1]
     made = not (root / "compete-results").exists()
     scores = root / "compete-results" / "quick" / "scores.csv"
     # rows of earlier competitions the user ran here stay in the table: judge this run's
     before = len(pd.read_csv(scores)) if scores.exists() else 0
     try:
-        done = _as_a_user([
+        code, err = _as_a_user([
             "compete", "--suite", "quick", "--no-progress", "--time-limit", "20",
             "--solver", "dlsched solve {instance} --method greedy -o {solution}",
             "--name", "greedy",
             "--solver", "python examples/external_solver.py {instance} {solution}",
-            "--name", "external"], root)
-        assert done.returncode == 0, done.stderr
+            "--name", "external"], root, monkeypatch, capsys)
+        assert code == 0, err
         rows = pd.read_csv(scores).iloc[before:]
         # every entrant started, found its files and was scored: greedy answers every Horus
         # snapshot (it is Horus' method; elsewhere it exits 2 naming the methods there)
@@ -194,10 +198,11 @@ def test_the_docs_commands_run_from_the_repository_root_with_the_default_output(
             shutil.rmtree(root / "compete-results", ignore_errors=True)
 
 
-def test_a_competition_where_every_entrant_fails_exits_non_zero(tmp_path):
-    done = _as_a_user(["compete", "--suite", "quick", "--no-progress", "--output", "out",
-                       "--solver", "./no-such-solver {instance} {solution}"], tmp_path)
-    assert done.returncode == 1
-    assert "no entrant wrote a valid solution" in done.stderr
+def test_a_competition_where_every_entrant_fails_exits_non_zero(tmp_path, monkeypatch, capsys):
+    code, err = _as_a_user(["compete", "--suite", "quick", "--no-progress", "--output", "out",
+                            "--solver", "./no-such-solver {instance} {solution}"], tmp_path,
+                           monkeypatch, capsys)
+    assert code == 1
+    assert "no entrant wrote a valid solution" in err
     board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
     assert board["valid"].tolist() == [0] and "crash 16" in board["failures"].iloc[0]

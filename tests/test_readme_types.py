@@ -50,7 +50,15 @@ def _mypy(files: list[Path], tree: Path, cache: Path) -> subprocess.CompletedPro
         capture_output=True, text=True, env=env, cwd=files[0].parent, check=False)
 
 
-def test_readme_python_snippets_pass_mypy_strict(tmp_path):
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> tuple[Path, Path]:
+    """The link tree and one mypy cache for both tests: the second reads the package's and
+    the standard library's analysis from the first's cache (the verdicts are mypy's)."""
+    root = tmp_path_factory.mktemp("mypy")
+    return _link_tree(root / "site"), root / "cache"
+
+
+def test_readme_python_snippets_pass_mypy_strict(tmp_path, site):
     snippets = _snippets()
     assert snippets, "the README has no ```python block"
     files = []
@@ -58,12 +66,11 @@ def test_readme_python_snippets_pass_mypy_strict(tmp_path):
         path = tmp_path / f"readme_snippet_{i}.py"
         path.write_text(code, encoding="utf-8")
         files.append(path)
-    tree = _link_tree(tmp_path / "site")
-    run = _mypy(files, tree, tmp_path / "cache")
+    run = _mypy(files, *site)
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-def test_mypy_sees_the_package_types(tmp_path):
+def test_mypy_sees_the_package_types(tmp_path, site):
     # the check above is not empty: passing a result's optional decision unguarded, the
     # README's former line, is an error mypy finds through dlsched's annotations
     path = tmp_path / "unguarded.py"
@@ -71,6 +78,6 @@ def test_mypy_sees_the_package_types(tmp_path):
                     "instance = load_instance('snapshot.json')\n"
                     "result = solve(instance, method='greedy')\n"
                     "assert validate(instance, result.decision).ok\n", encoding="utf-8")
-    run = _mypy([path], _link_tree(tmp_path / "site"), tmp_path / "cache")
+    run = _mypy([path], *site)
     assert run.returncode == 1
     assert 'has incompatible type "Decision | None"; expected "Decision"' in run.stdout
