@@ -45,10 +45,13 @@ from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.method_support import decision_from_indices, free_gpus_by_server, heuristic_method
 from dlsched.problems.genie import (
+    ECT_TOL,
     GenieTable,
     ShapeOption,
     genie_table,
+    job_rates,
     parse_genie_params,
+    platform_of,
 )
 from dlsched.problems.genie.model import Shape
 from dlsched.registry import BOOL, MethodSpec, OptionRule, register_method
@@ -144,6 +147,12 @@ def _arrival(instance: Instance, j: int) -> tuple[float, int]:
     return instance.jobs[j].submit_time, j
 
 
+def _arrival_order(instance: Instance) -> list[int]:
+    """Task indices by (arrival, index): a stable sort on the arrival alone."""
+    submit = [job.submit_time for job in instance.jobs]
+    return sorted(range(len(submit)), key=submit.__getitem__)
+
+
 def swaf_order(instance: Instance, table: GenieTable, *, late_last: bool = False
                ) -> list[tuple[int, ShapeOption, float]]:
     """(task, s*, waiting allowance w) in SWAF order (Eq. 13, smallest w first); with
@@ -157,17 +166,52 @@ def swaf_order(instance: Instance, table: GenieTable, *, late_last: bool = False
     return rows
 
 
+def swaf_shapes(instance: Instance, *, late_last: bool = False) -> list[tuple[int, Shape]]:
+    """(task, shape of s*) in :func:`swaf_order`'s order, from the per-class PR and CER
+    (``job_rates``) without building the option table: the same shapes, latencies (Eq. 4
+    as ``latency`` computes it), ECT verdicts and ties, so the same order."""
+    params = parse_genie_params(instance.params)
+    platform = platform_of(instance, params.theta)
+    coefs = params.coefficients
+    t = instance.time
+    rows = []
+    for j, job in enumerate(instance.jobs):
+        coef = coefs[job.model]
+        work, nu = float(job.batch_size) * float(job.iterations), coef.nu
+        check = job.qos != "urgent"  # Eq. 12: an urgent task never meets its ECT
+        limit = job.deadline + ECT_TOL
+        top = top_on = None  # (CER, shape, latency): the first of the largest CER
+        for shape, _rate, c in job_rates(coef, job, platform):
+            lat = work / _rate + nu
+            if top is None or c > top[0]:
+                top = (c, shape, lat)
+            if check and t + lat <= limit and (top_on is None or c > top_on[0]):
+                top_on = (c, shape, lat)
+        chosen = top_on or top
+        rows.append((late_last and top_on is None, job.deadline - (t + chosen[2]),
+                     job.submit_time, j, chosen[1]))
+    rows.sort(key=lambda r: r[:4])
+    return [(r[3], r[4]) for r in rows]
+
+
 def swaf(instance: Instance, *, backfill: bool = False, fit: str = "platform",
          late_last: bool = False) -> Decision:
     """SWAF for one snapshot (module docstring)."""
     if fit not in ("platform", "free"):
         raise InputError(f"fit = {fit!r}", field="options.fit", fix="use platform or free")
-    table = genie_table(instance)
     idle = IdleGpus(instance)
     placed = []
-    for j, chosen, _w in swaf_order(instance, table, late_last=late_last):
-        if fit == "free":
-            chosen = swaf_choice([o for o in table.options[j] if idle.fits(o.shape)])
+    if fit == "platform":
+        for j, shape in swaf_shapes(instance, late_last=late_last):
+            if not idle.fits(shape):
+                if backfill:
+                    continue
+                break
+            placed.append((j, idle.take(shape)))
+        return decision_from_indices(instance, placed)
+    table = genie_table(instance)
+    for j, _chosen, _w in swaf_order(instance, table, late_last=late_last):
+        chosen = swaf_choice([o for o in table.options[j] if idle.fits(o.shape)])
         if chosen is None or not idle.fits(chosen.shape):
             if backfill:
                 continue
@@ -209,14 +253,15 @@ def _blind(instance: Instance, order: list[int], request: int | None,
 
 def fifo(instance: Instance, *, request: int | None = None) -> Decision:
     """FIFO: arrival order, model-blind request (module docstring)."""
-    order = sorted(range(len(instance.jobs)), key=lambda j: _arrival(instance, j))
-    return _blind(instance, order, request)
+    return _blind(instance, _arrival_order(instance), request)
 
 
 def minmin(instance: Instance, *, request: int | None = None) -> Decision:
     """Min-Min: earliest deadline first, model-blind request."""
-    order = sorted(range(len(instance.jobs)),
-                   key=lambda j: (instance.jobs[j].deadline, *_arrival(instance, j)))
+    jobs = instance.jobs
+    order = [j for _d, _s, j in sorted(
+        zip([job.deadline for job in jobs], [job.submit_time for job in jobs],
+            range(len(jobs)), strict=True))]  # (deadline, arrival, index)
     return _blind(instance, order, request)
 
 
@@ -227,12 +272,12 @@ def wfair(instance: Instance, *, request: int | None = None,
         raise InputError(f"arrival_weight = {arrival_weight!r}", field="options.arrival_weight",
                          fix="a number in [0, 1]")
 
-    def key(j: int) -> tuple[float, float, int]:
-        job = instance.jobs[j]
-        mix = arrival_weight * job.submit_time + (1 - arrival_weight) * job.deadline
-        return (mix, *_arrival(instance, j))
-
-    return _blind(instance, sorted(range(len(instance.jobs)), key=key), request)
+    a, b = arrival_weight, 1 - arrival_weight
+    jobs = instance.jobs
+    order = [j for _m, _s, j in sorted(
+        (a * job.submit_time + b * job.deadline, job.submit_time, j)
+        for j, job in enumerate(jobs))]  # (mix, arrival, index)
+    return _blind(instance, order, request)
 
 
 def capacity_shares(instance: Instance) -> dict[str, int]:
@@ -255,7 +300,7 @@ def capacity(instance: Instance, *, request: int | None = None) -> Decision:
         model = r.extra.get("model")
         if model in left:
             left[model] -= len(r.gpus)
-    order = sorted(range(len(instance.jobs)), key=lambda j: _arrival(instance, j))
+    order = _arrival_order(instance)
     model_of = [job.model for job in instance.jobs]
 
     def limit(j: int) -> int:
@@ -268,28 +313,41 @@ def capacity(instance: Instance, *, request: int | None = None) -> Decision:
 
 
 # --------------------------------------------------------------------------- Tetris
-def _ranked(options: tuple[ShapeOption, ...], key: Callable[[ShapeOption], float]
-            ) -> list[tuple[int, int, ShapeOption]] | None:
-    """(GPUs per server, servers, option) by decreasing key, ties to the earlier option: the
-    first of these that fits is what :func:`best` picks among the fitting ones. None when a
-    key is NaN (no total order: the caller scans with :func:`best`)."""
-    keys = [key(o) for o in options]
-    if any(k != k for k in keys):
+def _ranked(rows: tuple[tuple[Shape, float, float], ...], by: str
+            ) -> list[tuple[int, int, Shape]] | None:
+    """(GPUs per server, servers, shape) of a task's ``job_rates`` rows by decreasing PR
+    (``by="pr"``) or CER, ties to the earlier row: the first of these that fits is what
+    :func:`best` picks among the fitting options. None when a key is NaN (no total order:
+    the caller scans the options with :func:`best`)."""
+    k = 1 if by == "pr" else 2
+    keys = [r[k] for r in rows]
+    if any(x != x for x in keys):
         return None
     # a stable sort with reverse=True keeps equal keys in their original order
-    order = sorted(range(len(options)), key=keys.__getitem__, reverse=True)
-    return [(options[i].shape.gpus_per_node, options[i].shape.nodes, options[i]) for i in order]
+    order = sorted(range(len(rows)), key=keys.__getitem__, reverse=True)
+    return [(rows[i][0].gpus_per_node, rows[i][0].nodes, rows[i][0]) for i in order]
 
 
 def tetris(instance: Instance, *, by: str) -> Decision:
     """Tetris packing with the best fitting shape by PR (``by="pr"``) or CER (``"cer"``)."""
-    table = genie_table(instance)
+    params = parse_genie_params(instance.params)
+    platform = platform_of(instance, params.theta)
+    coefs = params.coefficients
     idle = IdleGpus(instance)
     key = (lambda o: o.rate) if by == "pr" else (lambda o: o.cer)
-    remaining = sorted(range(len(instance.jobs)), key=lambda j: _arrival(instance, j))
+    remaining = _arrival_order(instance)
     # Idle GPUs only shrink, so a shape that does not fit never fits again: each task keeps
-    # a cursor into its options ranked by key and only moves it forward.
-    ranked = {j: _ranked(table.options[j], key) for j in remaining}
+    # a cursor into its shapes ranked by key and only moves it forward. Tasks of one class
+    # (model, kind, batch) share their rows, so their ranking is computed once.
+    by_rows: dict[int, list[tuple[int, int, Shape]] | None] = {}
+    ranked = {}
+    for j in remaining:
+        job = instance.jobs[j]
+        rows = job_rates(coefs[job.model], job, platform)
+        if id(rows) not in by_rows:
+            by_rows[id(rows)] = _ranked(rows, by)
+        ranked[j] = by_rows[id(rows)]
+    table: GenieTable | None = None  # only for NaN keys
     cursor = dict.fromkeys(remaining, 0)
     placed = []
     while remaining and idle.total() > 0:
@@ -299,20 +357,22 @@ def tetris(instance: Instance, *, by: str) -> Decision:
         for j in remaining:  # arrival order: the first of equal scores wins
             rows = ranked[j]
             if rows is None:
-                opt = best([o for o in table.options[j] if idle.fits(o.shape)], key)
+                table = table or genie_table(instance)
+                o = best([o for o in table.options[j] if idle.fits(o.shape)], key)
+                shape = None if o is None else o.shape
             else:
                 c, end = cursor[j], len(rows)
                 while c < end and not ((ge[rows[c][0]] if rows[c][0] < top else 0)
                                        >= rows[c][1]):
                     c += 1
                 cursor[j] = c
-                opt = rows[c][2] if c < end else None
-            if opt is not None and (pick is None or opt.shape.gpus > pick[1].shape.gpus):
-                pick = (j, opt)
+                shape = rows[c][2] if c < end else None
+            if shape is not None and (pick is None or shape.gpus > pick[1].gpus):
+                pick = (j, shape)
         if pick is None:
             break
         remaining.remove(pick[0])
-        placed.append((pick[0], idle.take(pick[1].shape)))
+        placed.append((pick[0], idle.take(pick[1])))
     placed.sort()
     return decision_from_indices(instance, placed)
 
@@ -346,3 +406,6 @@ for _name, _fn, _kind, _allowed, _summary in METHODS:
     register_method(MethodSpec("genie", _name, _kind,
                                heuristic_method(_fn, _allowed, OPTION_RULES, ("request",)),
                                summary=_summary))
+
+# the simulator's fast forms of these methods (registered on import)
+from . import genie_live  # noqa: E402, F401
