@@ -221,16 +221,20 @@ def swaf(instance: Instance, *, backfill: bool = False, fit: str = "platform",
 
 
 # --------------------------------------------------------------------------- model-blind
+def _check_request(request: int | None) -> None:
+    if request is not None and (isinstance(request, bool) or not isinstance(request, int)
+                                or request < 1):
+        raise InputError(f"request = {request!r}", field="options.request",
+                         fix="an integer number of GPUs >= 1, or leave it out")
+
+
 def _blind(instance: Instance, order: list[int], request: int | None,
            limit: Callable[[int], int] | None = None,
            used: Callable[[int, int], None] | None = None,
            queue_of: Callable[[int], str] | None = None) -> Decision:
     """Start tasks in ``order`` with the model-blind request, in strict order: a task that
     cannot start blocks the tasks after it (of its own queue when ``queue_of`` is given)."""
-    if request is not None and (isinstance(request, bool) or not isinstance(request, int)
-                                or request < 1):
-        raise InputError(f"request = {request!r}", field="options.request",
-                         fix="an integer number of GPUs >= 1, or leave it out")
+    _check_request(request)
     idle = IdleGpus(instance)
     placed = []
     blocked: set[str] = set()
@@ -295,6 +299,20 @@ def capacity_shares(instance: Instance) -> dict[str, int]:
 def capacity(instance: Instance, *, request: int | None = None) -> Decision:
     """Capacity Scheduler: per model type, arrival order within the type's GPU share."""
     shares = capacity_shares(instance)
+    _check_request(request)
+    need = 1 if request is None else request
+    for job in instance.jobs:
+        if shares[job.model] < need:
+            # its type's share can never hold it: the paper's Capacity Scheduler would
+            # leave it waiting for ever ("each model type can only access its own
+            # allocated resources"), so say so instead of returning an empty decision
+            raise InputError(
+                f"capacity gives model {job.model!r} (task {job.id!r}) {shares[job.model]} "
+                f"of the cluster's {instance.cluster.num_gpus} GPUs ({len(shares)} model "
+                f"types share them equally); its tasks need {need}: they could never start",
+                field="cluster",
+                fix=f"use at least {need * len(shares)} GPUs, fewer model types in "
+                    "params.coefficients, or another method")
     left = dict(shares)
     for r in instance.running:
         model = r.extra.get("model")

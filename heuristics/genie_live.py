@@ -19,7 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 from dlsched.decision import Decision
+from dlsched.errors import InputError
 from dlsched.jobs import Job
+from dlsched.simulate.records import SimulationError
 from dlsched.state import ViewPolicy, register_view_policy
 
 from . import genie
@@ -40,9 +42,16 @@ class LiveSnapshot:
         self.running: tuple = ()  # see the module docstring
 
 
-def _live(fn: Callable[..., Decision]) -> Callable[..., Decision]:
+def _live(name: str, fn: Callable[..., Decision]) -> Callable[..., Decision]:
     def decide(view: Any, **options: Any) -> Decision:
-        return fn(LiveSnapshot(view), **options)
+        try:
+            return fn(LiveSnapshot(view), **options)
+        except InputError as exc:
+            if exc.field.split(".")[0] == "options":
+                raise
+            # what the simulator's policy caller says for the snapshot method
+            raise SimulationError(f"policy {name!r} at t = {view.time:g} s: "
+                                  f"{exc.one_line()}") from None
 
     decide.__doc__ = f"``{fn.__name__}`` on the simulator's live view (module docstring)."
     return decide
@@ -54,5 +63,5 @@ def some_gpu_idle(view: Any, **_options: Any) -> bool:
 
 
 for _name, _fn, _kind, _allowed, _summary in genie.METHODS:
-    register_view_policy(ViewPolicy("genie", _name, _live(_fn), some_gpu_idle,
+    register_view_policy(ViewPolicy("genie", _name, _live(_name, _fn), some_gpu_idle,
                                     frozenset(_allowed)))
