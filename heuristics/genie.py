@@ -38,6 +38,7 @@ arrival, then the queue position.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 
 from dlsched.decision import Decision
@@ -65,19 +66,26 @@ class IdleGpus:
     def __init__(self, instance: Instance) -> None:
         self.free = free_gpus_by_server(instance)
         # servers by idle count, so fits() costs O(GPUs per server), not O(servers)
-        self._servers_with: dict[int, int] = {}
-        self._bucket: dict[int, set[int]] = {}  # idle count -> servers with that many
-        for n, f in enumerate(self.free):
-            self._servers_with[len(f)] = self._servers_with.get(len(f), 0) + 1
-            self._bucket.setdefault(len(f), set()).add(n)
+        self._servers_with: dict[int, int] = Counter(map(len, self.free))
+        self._buckets: dict[int, set[int]] | None = None  # built on the first take()
         self._at_least: list[int] | None = None
+
+    @property
+    def _bucket(self) -> dict[int, set[int]]:
+        """Idle count -> servers with that many idle GPUs."""
+        if self._buckets is None:
+            self._buckets = {}
+            for n, f in enumerate(self.free):
+                self._buckets.setdefault(len(f), set()).add(n)
+        return self._buckets
 
     def _taking(self, n: int, k: int) -> None:
         c = len(self.free[n])
         self._servers_with[c] -= 1
         self._servers_with[c - k] = self._servers_with.get(c - k, 0) + 1
-        self._bucket[c].discard(n)
-        self._bucket.setdefault(c - k, set()).add(n)
+        if self._buckets is not None:
+            self._buckets[c].discard(n)
+            self._buckets.setdefault(c - k, set()).add(n)
         self._at_least = None
 
     def _servers_at_least(self) -> list[int]:
@@ -120,7 +128,8 @@ class IdleGpus:
 
     def take_on_most_idle(self, gpus: int) -> list[int]:
         """``gpus`` GPUs on the server with the most idle GPUs (ties: first server)."""
-        n = max(range(len(self.free)), key=lambda i: (len(self.free[i]), -i))
+        counts = list(map(len, self.free))
+        n = counts.index(max(counts))  # the first of the largest
         out = self.free[n][:gpus]
         self._taking(n, len(out))
         del self.free[n][:gpus]

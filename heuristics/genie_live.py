@@ -38,7 +38,7 @@ class LiveSnapshot:
         self.time: float = view.time
         self.params = view.params
         self.cluster = view.cluster
-        self.idle_by_server = tuple(view.idle_gpus(s) for s in range(view.cluster.num_nodes))
+        self.idle_by_server = tuple(map(view.idle_gpus, range(view.cluster.num_nodes)))
         self.running: tuple = ()  # see the module docstring
 
 
