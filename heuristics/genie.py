@@ -175,6 +175,27 @@ def swaf_order(instance: Instance, table: GenieTable, *, late_last: bool = False
     return rows
 
 
+_BY_CER: dict[int, tuple[tuple, list[tuple[float, Shape, float]] | None]] = {}
+
+
+def _by_cer(rows: tuple[tuple[Shape, float, float], ...]
+            ) -> list[tuple[float, Shape, float]] | None:
+    """A class's ``job_rates`` rows as (CER, shape, PR) by decreasing CER, ties in row order
+    (a stable sort): the first of them that qualifies is the first of the largest CER among
+    those that qualify. None when a CER is NaN (no total order). Kept per rows object."""
+    hit = _BY_CER.get(id(rows))
+    if hit is None or hit[0] is not rows:
+        cers = [r[2] for r in rows]
+        ranked = None
+        if not any(c != c for c in cers):
+            order = sorted(range(len(rows)), key=cers.__getitem__, reverse=True)
+            ranked = [(rows[i][2], rows[i][0], rows[i][1]) for i in order]
+        if len(_BY_CER) >= 4096:
+            _BY_CER.clear()
+        hit = _BY_CER[id(rows)] = (rows, ranked)
+    return hit[1]
+
+
 def swaf_shapes(instance: Instance, *, late_last: bool = False) -> list[tuple[int, Shape]]:
     """(task, shape of s*) in :func:`swaf_order`'s order, from the per-class PR and CER
     (``job_rates``) without building the option table: the same shapes, latencies (Eq. 4
@@ -190,12 +211,23 @@ def swaf_shapes(instance: Instance, *, late_last: bool = False) -> list[tuple[in
         check = job.qos != "urgent"  # Eq. 12: an urgent task never meets its ECT
         limit = job.deadline + ECT_TOL
         top = top_on = None  # (CER, shape, latency): the first of the largest CER
-        for shape, _rate, c in job_rates(coef, job, platform):
-            lat = work / _rate + nu
-            if top is None or c > top[0]:
-                top = (c, shape, lat)
-            if check and t + lat <= limit and (top_on is None or c > top_on[0]):
-                top_on = (c, shape, lat)
+        rates = job_rates(coef, job, platform)
+        ranked = _by_cer(rates)
+        if ranked is not None:
+            c, shape, rate = ranked[0]
+            top = (c, shape, work / rate + nu)
+            for c, shape, rate in ranked if check else ():
+                lat = work / rate + nu
+                if t + lat <= limit:
+                    top_on = (c, shape, lat)
+                    break
+        else:
+            for shape, rate, c in rates:
+                lat = work / rate + nu
+                if top is None or c > top[0]:
+                    top = (c, shape, lat)
+                if check and t + lat <= limit and (top_on is None or c > top_on[0]):
+                    top_on = (c, shape, lat)
         chosen = top_on or top
         rows.append((late_last and top_on is None, job.deadline - (t + chosen[2]),
                      job.submit_time, j, chosen[1]))
