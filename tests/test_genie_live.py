@@ -11,6 +11,8 @@ share can never hold its tasks.
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -75,3 +77,16 @@ def test_capacity_request_above_share_is_invalid_input():
     out = solve(inst, "capacity", request=3)
     assert out.status is Status.INVALID_INPUT
     assert "could never start" in out.message
+
+
+def test_genie_replay_benchmark_prints_one_json_object_last(capsys):
+    from dlsched.benchmarks import trace_replay
+
+    assert trace_replay.main(["--trace", "genie", "--policy", "swaf", "--tasks", "120"]) == 0
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert row["jobs"] == 120 and row["events"] == 240 and row["gpus"] == 28
+    assert row["cpu_s"] > 0 and row["makespan_s"] > 0
+    # the full size is the ITP trace's job count
+    assert trace_replay.GENIE_TASKS == 69_351
+    assert trace_replay.main(["--trace", "itp", "--problem", "genie"]) == 2
+    assert "--trace genie" in capsys.readouterr().err
