@@ -7,7 +7,6 @@ import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,7 +38,8 @@ def parse_genie_params(params: Mapping[str, Any]) -> GenieParams:
     """Validate the ``params`` object of a GENIE instance.
 
     A simulator and its policies parse the same object at every event: the result is kept
-    per object (with a deep copy, so an object changed in place is parsed again).
+    per object (with a deep copy, so an object changed in place is parsed again) and shared
+    by the callers, who only read it.
     """
     hit = _PARSED.get(id(params))
     if hit is not None and hit[0] is params and hit[1] == params:
@@ -81,7 +81,7 @@ def _parse(params: Mapping[str, Any]) -> GenieParams:
                 raise InputError(str(exc), field=f"params.coefficients.{name}",
                                  fix="see docs/genie-model.md for the coefficient fields"
                                  ) from None
-    return GenieParams(float(theta), MappingProxyType(coefs))
+    return GenieParams(float(theta), coefs)
 
 
 _PLATFORMS: dict[tuple[int, float], tuple[Any, Platform]] = {}
