@@ -387,6 +387,10 @@ def _ranked(rows: tuple[tuple[Shape, float, float], ...], by: str
     return [(rows[i][0].gpus_per_node, rows[i][0].nodes, rows[i][0]) for i in order]
 
 
+_RANKED: dict[tuple[int, str], tuple[tuple, list[tuple[int, int, Shape]] | None]] = {}
+"""(id of a class's rows, key) -> (those rows, :func:`_ranked`), across calls."""
+
+
 def tetris(instance: Instance, *, by: str) -> Decision:
     """Tetris packing with the best fitting shape by PR (``by="pr"``) or CER (``"cer"``)."""
     params = parse_genie_params(instance.params)
@@ -397,15 +401,17 @@ def tetris(instance: Instance, *, by: str) -> Decision:
     remaining = _arrival_order(instance)
     # Idle GPUs only shrink, so a shape that does not fit never fits again: each task keeps
     # a cursor into its shapes ranked by key and only moves it forward. Tasks of one class
-    # (model, kind, batch) share their rows, so their ranking is computed once.
-    by_rows: dict[int, list[tuple[int, int, Shape]] | None] = {}
+    # (model, kind, batch) share their rows, so their ranking is computed once (_RANKED).
     ranked = {}
     for j in remaining:
         job = instance.jobs[j]
         rows = job_rates(coefs[job.model], job, platform)
-        if id(rows) not in by_rows:
-            by_rows[id(rows)] = _ranked(rows, by)
-        ranked[j] = by_rows[id(rows)]
+        hit = _RANKED.get((id(rows), by))
+        if hit is None or hit[0] is not rows:
+            if len(_RANKED) >= 4096:
+                _RANKED.clear()
+            hit = _RANKED[(id(rows), by)] = (rows, _ranked(rows, by))
+        ranked[j] = hit[1]
     table: GenieTable | None = None  # only for NaN keys
     cursor = dict.fromkeys(remaining, 0)
     placed = []
