@@ -24,11 +24,13 @@ the generator's default lengths, one-GPU latency 0.7 h on average) on 7 servers 
 GPUs. The cluster is sized so that queues form but stay bounded, as the ITP clusters are
 (sized at 80 % of their recorded load): the offered load at one-GPU latency is 20 x 0.70 =
 14.1 GPUs, half of 28; the model-blind baselines (FIFO, Min-Min, Weighted Fair, Capacity)
-give a task up to a whole server, which costs more GPU time, and their tasks wait about
-an hour on average (measured on the first 5,000 tasks; SWAF and Tetris+CER about a
-minute), while on 4 x 4 GPUs their queues grow without bound. Tetris+Perf (the highest-PR
-shape, many GPUs at low efficiency) overloads any of these clusters: its queue grows
-through the run (docs/benchmarks.md).
+give a task up to a whole server, which costs more GPU time: on the first 5,000 tasks
+their tasks wait 1.1 h (FIFO, Capacity), 21 min (Min-Min) and 31 min (Weighted Fair) on
+average, SWAF's 1 min, Tetris+CER's 6 s, and every policy's makespan is the last arrival's
+end, while on 4 x 4 GPUs FIFO's queue grows without bound. Tetris+Perf (the highest-PR
+shape, many GPUs at low efficiency) overloads every cluster tried (6, 8, 16 servers;
+1,000 tasks): its queue grows through the run, so its replay costs grow with the square
+of the tasks (docs/simulator.md).
 
 ``cpu_s`` is the CPU time of the simulations (process time, loading excluded; loading is
 ``load_cpu_s``); ``peak_rss_mb`` is the process's peak resident memory, loading included.
