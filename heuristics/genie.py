@@ -325,6 +325,21 @@ def wfair(instance: Instance, *, request: int | None = None,
     return _blind(instance, order, request)
 
 
+_SHARES: dict[tuple[int, int], tuple[object, dict[str, int]]] = {}
+
+
+def _shares(instance: Instance) -> dict[str, int]:
+    """:func:`capacity_shares`, kept per (parsed parameters, GPU count); read-only."""
+    params = parse_genie_params(instance.params)
+    key = (id(params), instance.cluster.num_gpus)
+    hit = _SHARES.get(key)
+    if hit is None or hit[0] is not params:
+        if len(_SHARES) >= 64:
+            _SHARES.clear()
+        hit = _SHARES[key] = (params, capacity_shares(instance))
+    return hit[1]
+
+
 def capacity_shares(instance: Instance) -> dict[str, int]:
     """GPUs per model type: equal shares of the cluster, largest remainder, ties by name."""
     models = sorted(parse_genie_params(instance.params).coefficients)
@@ -339,10 +354,10 @@ def capacity_shares(instance: Instance) -> dict[str, int]:
 
 def capacity(instance: Instance, *, request: int | None = None) -> Decision:
     """Capacity Scheduler: per model type, arrival order within the type's GPU share."""
-    shares = capacity_shares(instance)
+    shares = _shares(instance)
     _check_request(request)
     need = 1 if request is None else request
-    for job in instance.jobs:
+    for job in (instance.jobs if min(shares.values()) < need else ()):
         if shares[job.model] < need:
             # its type's share can never hold it: the paper's Capacity Scheduler would
             # leave it waiting for ever ("each model type can only access its own
