@@ -56,6 +56,9 @@ from dlsched.problems.genie import (
 )
 from dlsched.problems.genie.model import Shape
 from dlsched.registry import BOOL, MethodSpec, OptionRule, register_method
+from dlsched.state import ViewPolicy, register_view_policy
+
+from .genie_live import live, some_gpu_idle
 
 WFAIR_ARRIVAL_WEIGHT = 0.5
 
@@ -486,6 +489,6 @@ for _name, _fn, _kind, _allowed, _summary in METHODS:
     register_method(MethodSpec("genie", _name, _kind,
                                heuristic_method(_fn, _allowed, OPTION_RULES, ("request",)),
                                summary=_summary))
-
-# the simulator's fast forms of these methods (registered on import)
-from . import genie_live  # noqa: E402, F401
+    # the simulator's fast form (heuristics/genie_live.py)
+    register_view_policy(ViewPolicy("genie", _name, live(_name, _fn), some_gpu_idle,
+                                    frozenset(_allowed)))

@@ -21,10 +21,6 @@ from typing import Any
 from dlsched.decision import Decision
 from dlsched.errors import InputError
 from dlsched.jobs import Job
-from dlsched.simulate.records import SimulationError
-from dlsched.state import ViewPolicy, register_view_policy
-
-from . import genie
 
 
 class LiveSnapshot:
@@ -42,16 +38,17 @@ class LiveSnapshot:
         self.running: tuple = ()  # see the module docstring
 
 
-def _live(name: str, fn: Callable[..., Decision]) -> Callable[..., Decision]:
+def live(name: str, fn: Callable[..., Decision]) -> Callable[..., Decision]:
+    """``fn`` (a method of ``heuristics.genie``) as a view policy's ``decide``; an input
+    error names the policy and the time, as the simulator's policy caller does."""
     def decide(view: Any, **options: Any) -> Decision:
         try:
             return fn(LiveSnapshot(view), **options)
         except InputError as exc:
             if exc.field.split(".")[0] == "options":
                 raise
-            # what the simulator's policy caller says for the snapshot method
-            raise SimulationError(f"policy {name!r} at t = {view.time:g} s: "
-                                  f"{exc.one_line()}") from None
+            raise InputError(f"policy {name!r} at t = {view.time:g} s: {exc.message}",
+                             field=exc.field, fix=exc.fix) from None
 
     decide.__doc__ = f"``{fn.__name__}`` on the simulator's live view (module docstring)."
     return decide
@@ -60,8 +57,3 @@ def _live(name: str, fn: Callable[..., Decision]) -> Callable[..., Decision]:
 def some_gpu_idle(view: Any, **_options: Any) -> bool:
     """A task can start only on idle GPUs (the smallest shape is one GPU)."""
     return view.idle_count > 0
-
-
-for _name, _fn, _kind, _allowed, _summary in genie.METHODS:
-    register_view_policy(ViewPolicy("genie", _name, _live(_name, _fn), some_gpu_idle,
-                                    frozenset(_allowed)))
