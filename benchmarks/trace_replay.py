@@ -6,6 +6,7 @@ Philly tail, the Alibaba GPU-sharing tasks), so this runs on a fresh clone::
     python -m dlsched.benchmarks.trace_replay --trace itp --policy fifo --problem sched2
     python -m dlsched.benchmarks.trace_replay --trace philly --problem horus
     python -m dlsched.benchmarks.trace_replay --trace alibaba --policy obp
+    python -m dlsched.benchmarks.trace_replay --trace genie --policy swaf
 
 ITP clusters are independent: each is replayed on its own cluster (sized from its own
 load) and the figures are summed (jobs, events, CPU) or taken over all jobs (mean JCT =
@@ -14,6 +15,22 @@ Alibaba is a Horus workload (fractional GPUs). The speed model is the workload's
 (``SpeedModel.for_workload``: trace durations are the packed placement's time);
 ``--reference ideal`` restores the old reading (duration = ideal time, locality slowdown
 on top) for comparisons.
+
+GENIE has no real trace (its tasks are elastic: no recorded GPU count). ``--trace genie``
+replays a seeded GENIE workload of the ITP trace's size instead: the first 69,351 tasks
+(``--tasks``) of ``generate_genie_workload(seed=0, density=20)`` (Poisson arrivals at the
+paper's highest density, 20 tasks/hour, so about 145 days of arrivals; Table-3 tasks with
+the generator's default lengths, one-GPU latency 0.7 h on average) on 7 servers x 4 K80
+GPUs. The cluster is sized so that queues form but stay bounded, as the ITP clusters are
+(sized at 80 % of their recorded load): the offered load at one-GPU latency is 20 x 0.70 =
+14.1 GPUs, half of 28; the model-blind baselines (FIFO, Min-Min, Weighted Fair, Capacity)
+give a task up to a whole server, which costs more GPU time: on the first 5,000 tasks
+their tasks wait 1.1 h (FIFO, Capacity), 21 min (Min-Min) and 31 min (Weighted Fair) on
+average, SWAF's 1 min, Tetris+CER's 6 s, and every policy's makespan is the last arrival's
+end, while on 4 x 4 GPUs FIFO's queue grows without bound. Tetris+Perf (the highest-PR
+shape, many GPUs at low efficiency) overloads every cluster tried (6, 8, 16 servers;
+1,000 tasks): its queue grows through the run, so its replay costs grow with the square
+of the tasks (docs/simulator.md).
 
 ``cpu_s`` is the CPU time of the simulations (process time, loading excluded; loading is
 ``load_cpu_s``); ``peak_rss_mb`` is the process's peak resident memory, loading included.
@@ -35,6 +52,7 @@ from importlib import resources
 from ..errors import InputError
 from ..instance import Instance
 from ..instance_io import load_instance
+from ..instances.genie_gen import generate_genie_workload
 from ..simulate import Policy, SpeedModel, simulate, summary
 
 TRACE_FILES = {
@@ -43,13 +61,41 @@ TRACE_FILES = {
     "alibaba": ("alibaba-openb-dense.json.gz",),
 }
 
+GENIE_TASKS = 69_351
+"""Tasks of the GENIE replay: as many as the whole ITP trace has jobs."""
+GENIE_SETTING = {"seed": 0, "nodes": 7, "gpus_per_node": 4, "density": 20.0}
+"""The GENIE replay's workload and cluster (module docstring)."""
 
-def each_workload(trace: str, problem: str) -> Iterator[tuple[str, Instance]]:
+
+def genie_workload(tasks: int = GENIE_TASKS) -> Instance:
+    """The first ``tasks`` tasks of the seeded GENIE workload of the replay."""
+    if tasks < 1:
+        raise InputError(f"tasks = {tasks}", field="--tasks", fix="a number of tasks >= 1")
+    hours = tasks / GENIE_SETTING["density"] * 1.1 + 24.0  # > 10 standard deviations more
+    w = generate_genie_workload(duration=hours, **GENIE_SETTING)
+    if len(w.jobs) < tasks:  # not with this margin; guarded all the same
+        raise InputError(f"the generator drew {len(w.jobs)} tasks, fewer than {tasks}",
+                         field="--tasks", fix="ask for fewer tasks")
+    return w.replace(jobs=w.jobs[:tasks], name=f"genie-replay-{tasks}")
+
+
+def each_workload(trace: str, problem: str, tasks: int = GENIE_TASKS
+                  ) -> Iterator[tuple[str, Instance]]:
     """(name, workload) of the whole trace ``trace`` from the package data, as workloads
-    of ``problem``, loaded one at a time."""
+    of ``problem``, loaded one at a time (``genie``: the seeded GENIE workload of
+    ``tasks`` tasks, module docstring)."""
+    if trace == "genie":
+        if problem != "genie":
+            raise InputError("the GENIE replay is a GENIE workload (elastic tasks)",
+                             field="--problem", fix="leave --problem out or use genie")
+        yield "genie-replay", genie_workload(tasks)
+        return
+    if problem == "genie":
+        raise InputError(f"the {trace} trace has fixed GPU demands, GENIE tasks are elastic",
+                         field="--problem", fix="replay GENIE with --trace genie")
     if trace not in TRACE_FILES:
         raise InputError(f"unknown trace {trace!r}", field="--trace",
-                         fix=f"use one of {sorted(TRACE_FILES)}")
+                         fix=f"use one of {sorted(TRACE_FILES) + ['genie']}")
     if trace == "alibaba" and problem != "horus":
         raise InputError("the Alibaba trace shares GPUs (fractional demands)", field="--problem",
                          fix="replay it with --problem horus")
@@ -63,9 +109,9 @@ def each_workload(trace: str, problem: str) -> Iterator[tuple[str, Instance]]:
 
 
 def replay(trace: str, problem: str, policy: str, *, reference: str = "default",
-           check: str = "fast") -> dict:
+           check: str = "fast", tasks: int = GENIE_TASKS) -> dict:
     """Replay every workload of ``trace``; the figures as a dict (module docstring)."""
-    workloads = each_workload(trace, problem)  # one cluster in memory at a time
+    workloads = each_workload(trace, problem, tasks)  # one cluster in memory at a time
     load_cpu = 0.0
     row = {"trace": trace, "problem": problem, "policy": policy, "check": check, "jobs": 0,
            "events": 0, "policy_calls": 0, "cpu_s": 0.0, "wall_s": 0.0, "gpus": 0}
@@ -116,16 +162,20 @@ def replay(trace: str, problem: str, policy: str, *, reference: str = "default",
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trace", default="itp", choices=sorted(TRACE_FILES))
-    parser.add_argument("--problem", default="sched2", choices=["sched2", "horus"])
+    parser.add_argument("--trace", default="itp", choices=sorted(TRACE_FILES) + ["genie"])
+    parser.add_argument("--problem", default=None, choices=["sched2", "horus", "genie"],
+                        help="sched2 (default), horus; genie for --trace genie (its default)")
+    parser.add_argument("--tasks", type=int, default=GENIE_TASKS,
+                        help=f"--trace genie: tasks of the workload ({GENIE_TASKS:,})")
     parser.add_argument("--policy", default="fifo", help="a method of the problem (fifo)")
     parser.add_argument("--reference", default="default", choices=["default", "ideal", "packed"],
                         help="duration reading (default: the workload's, i.e. packed)")
     parser.add_argument("--check", default="fast", choices=["fast", "full"])
     args = parser.parse_args(argv)
     try:
-        row = replay(args.trace, args.problem, args.policy, reference=args.reference,
-                     check=args.check)
+        problem = args.problem or ("genie" if args.trace == "genie" else "sched2")
+        row = replay(args.trace, problem, args.policy, reference=args.reference,
+                     check=args.check, tasks=args.tasks)
     except InputError as exc:
         print(f"trace_replay: {exc.one_line()}", file=sys.stderr)
         return 2

@@ -114,6 +114,14 @@ EXPECTED = {
     ("genie", "genie", "wfair", ()): "4d8690bbdbb164d0",
     ("genie", "genie", "tetris-perf", ()): "cf866c9351b3fd43",
     ("genie", "genie", "tetris-cer", ()): "1fc520f31e2f0615",
+    # GENIE options, recorded from 615db18 (before the GENIE speed-ups of issue 33)
+    ("genie", "genie", "swaf", (("backfill", True),)): "d7c5c50a1a72f41b",
+    ("genie", "genie", "swaf", (("fit", "free"),)): "a544e499e5509773",
+    ("genie", "genie", "swaf", (("late_last", True),)): "beb3d3201ba6fe1c",
+    ("genie", "genie", "fifo", (("request", 2),)): "24c4c2568933ffff",
+    ("genie", "genie", "capacity", (("request", 1),)): "b8f85db3de5cfe7f",
+    ("genie", "genie", "wfair", (("arrival_weight", 0.2),)): "ab17b44c5d353c0a",
+    ("genie", "genie", "minmin", (("request", 1),)): "800ab69ddc98b63c",
 }
 
 SCHED2 = ("fifo", "sif", "saf", "dsif", "lrf", "spf", "learned-priority", "dqn")
@@ -128,6 +136,7 @@ CASES = (
     + [(w, "horus", "greedy", (("beta", 8), ("refill", False)))
        for w in ("itp10", "itp01", "alibaba")]
     + [("genie", "genie", m, ()) for m in GENIE]
+    + [c for c in EXPECTED if c[0] == "genie" and c[3]]
 )
 
 

@@ -66,6 +66,7 @@ from .params import DEFAULT_THETA, GenieParams, parse_genie_params, platform_of,
 if TYPE_CHECKING:
     from ...decision import Decision
     from ...instance import Instance
+    from ...jobs import Job
 
 ECT_TOL = 1e-6
 """Seconds of slack in ``time + latency <= deadline`` (absorbs float noise only)."""
@@ -153,6 +154,36 @@ def _build_table(instance: Instance) -> GenieTable:
 
 _PREDICTIONS: dict[tuple, tuple[tuple[float, ShapeOption, ShapeOption], ...]] = {}
 _PREDICTIONS_MAX = 50_000
+_RATES: dict[tuple, tuple[tuple[Shape, float, float], ...]] = {}
+
+
+def shape_rates(coef: ModelCoefficients, task: Task, platform: Platform,
+                batch: float | None) -> tuple[tuple[Shape, float, float], ...]:
+    """Per feasible shape of a task: (shape, PR of Eq. 5, CER of Eq. 11).
+
+    PR and CER depend on the task's model, kind and batch, not on its iterations, so they
+    are kept per (coefficients, kind, batch, platform): a workload of thousands of tasks
+    has a few dozen such classes. Latency is ``task.work / PR + nu`` (Eq. 4,
+    :func:`~dlsched.problems.genie.model.latency` computes it the same way).
+    """
+    key = (coef, task.kind, task.batch, platform, batch)
+    hit = _RATES.get(key)
+    if hit is None:
+        if len(_RATES) >= _PREDICTIONS_MAX:
+            _RATES.clear()
+        hit = _RATES[key] = tuple(
+            (shape, processing_rate(coef, task, shape), cer(coef, task, shape, platform))
+            for shape in feasible_shapes(platform, batch=batch))
+    return hit
+
+
+def job_rates(coef: ModelCoefficients, job: Job, platform: Platform
+              ) -> tuple[tuple[Shape, float, float], ...]:
+    """:func:`shape_rates` of a GENIE job's task, looked up by the job's fields."""
+    hit = _RATES.get((coef, job.kind, job.batch_size, platform, job.batch_size))
+    if hit is None:
+        hit = shape_rates(coef, task_of(job), platform, job.batch_size)
+    return hit
 
 
 def _predictions(coef: ModelCoefficients, task: Task, platform: Platform,
@@ -169,10 +200,10 @@ def _predictions(coef: ModelCoefficients, task: Task, platform: Platform,
     if hit is None:
         if len(_PREDICTIONS) >= _PREDICTIONS_MAX:
             _PREDICTIONS.clear()
+        work, nu = task.work, coef.nu
         rows = []
-        for shape in feasible_shapes(platform, batch=batch):
-            lat = latency(coef, task, shape)
-            rate, c = processing_rate(coef, task, shape), cer(coef, task, shape, platform)
+        for shape, rate, c in shape_rates(coef, task, platform, batch):
+            lat = work / rate + nu  # latency(coef, task, shape), Eq. 4
             rows.append((lat, ShapeOption(shape, lat, rate, c, True),
                          ShapeOption(shape, lat, rate, c, False)))
         hit = _PREDICTIONS[key] = tuple(rows)
@@ -194,12 +225,27 @@ def lexicographic_weight(c_max: float) -> float:
     return w
 
 
+_NODE_OF: dict[int, tuple[Any, dict[str, int]]] = {}
+
+
+def _node_of_gpu(cluster: Any) -> dict[str, int]:
+    """GPU id -> server index, kept per cluster object (clusters are immutable)."""
+    hit = _NODE_OF.get(id(cluster))
+    if hit is None or hit[0] is not cluster:
+        if len(_NODE_OF) >= 64:
+            _NODE_OF.clear()
+        node = cluster.gpu_node.tolist()
+        hit = _NODE_OF[id(cluster)] = (cluster, {g: node[i] for g, i in
+                                                  cluster.gpu_index.items()})
+    return hit[1]
+
+
 def shape_of_gpus(instance: Instance, gpus: tuple[str, ...]) -> Shape | None:
     """The symmetric shape formed by GPU ids, or None when the servers hold unequal counts."""
-    cluster = instance.cluster
+    node_of = _node_of_gpu(instance.cluster)
     per_node: dict[int, int] = {}
     for g in gpus:
-        n = int(cluster.gpu_node[cluster.gpu_index[g]])
+        n = node_of[g]
         per_node[n] = per_node.get(n, 0) + 1
     if not per_node or len(set(per_node.values())) != 1:
         return None

@@ -3,6 +3,7 @@ rate model read from an instance (parsed once, checked with one-line input error
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,8 +30,28 @@ class GenieParams:
     coefficients: Mapping[str, ModelCoefficients]
 
 
+_PARSED: dict[int, tuple[Mapping[str, Any], Mapping[str, Any], GenieParams]] = {}
+_PARSED_MAX = 64
+
+
 def parse_genie_params(params: Mapping[str, Any]) -> GenieParams:
-    """Validate the ``params`` object of a GENIE instance."""
+    """Validate the ``params`` object of a GENIE instance.
+
+    A simulator and its policies parse the same object at every event: the result is kept
+    per object (with a deep copy, so an object changed in place is parsed again) and shared
+    by the callers, who only read it.
+    """
+    hit = _PARSED.get(id(params))
+    if hit is not None and hit[0] is params and hit[1] == params:
+        return hit[2]
+    parsed = _parse(params)
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[id(params)] = (params, copy.deepcopy(params), parsed)
+    return parsed
+
+
+def _parse(params: Mapping[str, Any]) -> GenieParams:
     known = {"theta", "coefficients"}
     for key in params:
         if key not in known:
@@ -63,9 +84,27 @@ def parse_genie_params(params: Mapping[str, Any]) -> GenieParams:
     return GenieParams(float(theta), coefs)
 
 
+_PLATFORMS: dict[tuple[int, float], tuple[Any, Platform]] = {}
+
+
 def platform_of(instance: Instance, theta: float = DEFAULT_THETA) -> Platform:
-    """The platform ⟨N, G, θ⟩ of a homogeneous cluster; InputError when it is not one."""
+    """The platform ⟨N, G, θ⟩ of a homogeneous cluster; InputError when it is not one.
+
+    Kept per cluster object (clusters are immutable): every snapshot of a simulation
+    shares its workload's cluster.
+    """
     cluster = instance.cluster
+    hit = _PLATFORMS.get((id(cluster), theta))
+    if hit is not None and hit[0] is cluster:
+        return hit[1]
+    platform = _platform(cluster, theta)
+    if len(_PLATFORMS) >= _PARSED_MAX:
+        _PLATFORMS.clear()
+    _PLATFORMS[(id(cluster), theta)] = (cluster, platform)
+    return platform
+
+
+def _platform(cluster: Any, theta: float) -> Platform:
     counts = cluster.node_gpu_count
     if counts.size == 0 or counts.min() < 1:
         raise InputError("a server has no GPU", field="cluster.nodes",

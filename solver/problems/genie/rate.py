@@ -12,7 +12,7 @@ import numpy as np
 
 from ...errors import InputError
 from ..rates import GroupLocality, register_locality
-from .model import Shape, latency
+from .model import Shape, processing_rate
 from .params import parse_genie_params, task_of
 
 if TYPE_CHECKING:
@@ -31,19 +31,27 @@ class GenieLocality(GroupLocality):
     def __init__(self, speed: SpeedModel, workload: Instance) -> None:
         super().__init__(speed, workload)
         self._coefficients = parse_genie_params(workload.params).coefficients
+        # PR of Eq. 5 per (model, kind, batch, shape): it does not depend on iterations
+        self._rates: dict[tuple, float] = {}
+
+    def _latency(self, job: Job, nodes: int, gpn: int) -> float:
+        """Lat(t, <nodes, gpn>) of Eq. 4, as :func:`~.model.latency` computes it."""
+        key = (job.model, job.kind, job.batch_size, nodes, gpn)
+        coef = self._coefficients[job.model]
+        rate = self._rates.get(key)
+        if rate is None:
+            rate = self._rates[key] = processing_rate(coef, task_of(job), Shape(nodes, gpn))
+        return float(job.batch_size) * float(job.iterations) / rate + coef.nu
 
     def work(self, job: Job) -> float:
         """Lat(t, <1,1>): the job's latency on one GPU."""
-        return latency(self._coefficients[job.model], task_of(job), Shape(1, 1))
+        return self._latency(job, 1, 1)
 
     def counts_slowdown(self, job: Job, counts: np.ndarray) -> float:
         if len(set(counts.tolist())) != 1:
             raise InputError(f"job {job.id!r} placed asymmetrically ({counts.tolist()})",
                              field="decision", fix="GENIE placements are symmetric shapes")
-        coef = self._coefficients[job.model]
-        task = task_of(job)
-        return latency(coef, task, Shape(len(counts), int(counts[0]))) / latency(
-            coef, task, Shape(1, 1))
+        return self._latency(job, len(counts), int(counts[0])) / self._latency(job, 1, 1)
 
 
 register_locality("genie", GenieLocality)
