@@ -24,7 +24,7 @@ import numpy as np
 
 from dlsched.decision import Decision
 from dlsched.instance import Instance
-from dlsched.jobs import Job
+from dlsched.jobs import Job, JobColumns
 from dlsched.method_support import decision_from_indices, fifo_can_start, heuristic_method
 from dlsched.problems.horus import parse_horus_params, share_costs
 from dlsched.registry import BOOL, MethodSpec, register_method
@@ -116,8 +116,7 @@ def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
     jobs = instance.jobs
     if not jobs:
         return Decision()
-    waits = np.maximum(0.0, instance.time - np.fromiter(
-        (j.submit_time for j in jobs), dtype=float, count=len(jobs)))
+    waits = np.maximum(0.0, instance.time - instance.job_columns("submit_time"))
     cluster = instance.cluster
     state = ClusterState.of(instance)
     # jobs that cannot find GPUs this round are skipped (they change nothing; the Eq. 7
@@ -192,12 +191,13 @@ def may_fit(state: ClusterState, jobs: tuple[Job, ...]) -> np.ndarray:
     at the round's start fails it all round. Jobs with CPU or RAM shares always pass."""
     if not jobs:
         return np.zeros(0, dtype=bool)
-    rows = np.array([(j.gpu_mem_gb or 0.0, j.num_gpus, j.cpu_per_gpu > 0 or j.ram_gb_per_gpu > 0)
-                     for j in jobs], dtype=float)
+    # the instance's columns when they are its jobs (a simulator snapshot has them ready)
+    columns = state.instance.job_columns if jobs is state.instance.jobs else JobColumns(jobs)
     free = np.sort(state.free_mem)
     # GPUs with free memory >= mem - EPS, the test of gpu_fits
-    enough = len(free) - np.searchsorted(free, rows[:, 0] - EPS, side="left")
-    return (enough >= rows[:, 1]) | (rows[:, 2] > 0)
+    enough = len(free) - np.searchsorted(free, columns("gpu_mem_gb", 0.0) - EPS, side="left")
+    return ((enough >= columns("num_gpus")) | (columns("cpu_per_gpu", 0.0) > 0)
+            | (columns("ram_gb_per_gpu", 0.0) > 0))
 
 
 class Misfits:

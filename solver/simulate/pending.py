@@ -11,7 +11,9 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from itertools import compress
 
-from ..jobs import Job
+import numpy as np
+
+from ..jobs import Job, JobColumns
 
 
 class PendingQueue:
@@ -32,6 +34,8 @@ class PendingQueue:
         self.version = 0
         self._cache: tuple[int, tuple[Job, ...]] | None = None
         self._index: tuple[int, dict[str, int]] | None = None
+        self._whole = JobColumns(jobs)  # columns of every job, built when first asked
+        self._columns: tuple[int, QueueColumns] | None = None
 
     def __len__(self) -> int:
         return len(self._pos)
@@ -97,6 +101,15 @@ class PendingQueue:
             self._index = (self.version, {job.id: i for i, job in enumerate(self.jobs())})
         return self._index[1]
 
+    def columns(self) -> QueueColumns:
+        """Numeric fields of :meth:`jobs` as arrays (cached until the queue changes)."""
+        if self._columns is None or self._columns[0] != self.version:
+            h = self._head
+            index = np.fromiter(compress(self._order[h:], self._alive[h:]), dtype=np.int64,
+                                count=len(self._pos))
+            self._columns = (self.version, QueueColumns(self._whole, index))
+        return self._columns[1]
+
     def min_demand(self) -> int | None:
         """Smallest GPU count among pending jobs with a fixed demand (None if none)."""
         return min(self.demand) if self.demand else None
@@ -104,3 +117,22 @@ class PendingQueue:
     def all_fixed(self) -> bool:
         """Every pending job has a fixed GPU count."""
         return sum(self.demand.values()) == len(self._pos)
+
+
+class QueueColumns(JobColumns):
+    """:class:`~dlsched.jobs.JobColumns` of the pending jobs, gathered from the columns of
+    the whole workload (``index``: the pending jobs' workload indices in queue order)."""
+
+    def __init__(self, whole: JobColumns, index: np.ndarray) -> None:
+        super().__init__(())
+        self._whole = whole
+        self._index = index
+
+    def __call__(self, name: str, fill: float = float("nan")) -> np.ndarray:
+        key = (name, fill)
+        column = self._built.get(key)
+        if column is None:
+            column = self._whole(name, fill)[self._index]
+            column.flags.writeable = False
+            self._built[key] = column
+        return column
