@@ -28,7 +28,14 @@ from dlsched.jobs import Job, JobColumns
 from dlsched.method_support import decision_from_indices, fifo_can_start, heuristic_method
 from dlsched.problems.horus import parse_horus_params, share_costs
 from dlsched.registry import BOOL, MethodSpec, register_method
-from dlsched.state import EPS, ClusterState, ViewPolicy, register_view_policy
+from dlsched.state import (
+    EPS,
+    ClusterState,
+    StartGuard,
+    ViewPolicy,
+    register_start_guard,
+    register_view_policy,
+)
 
 from .kmeans import kmeans_l1, normalize_columns
 
@@ -193,11 +200,23 @@ def may_fit(state: ClusterState, jobs: tuple[Job, ...]) -> np.ndarray:
         return np.zeros(0, dtype=bool)
     # the instance's columns when they are its jobs (a simulator snapshot has them ready)
     columns = state.instance.job_columns if jobs is state.instance.jobs else JobColumns(jobs)
-    free = np.sort(state.free_mem)
+    return _may_fit(state.free_mem, columns)
+
+
+def _may_fit(free_mem: np.ndarray, columns: JobColumns) -> np.ndarray:
+    """:func:`may_fit` on the GPUs' free memory and the jobs' columns."""
+    free = np.sort(free_mem)
     # GPUs with free memory >= mem - EPS, the test of gpu_fits
     enough = len(free) - np.searchsorted(free, columns("gpu_mem_gb", 0.0) - EPS, side="left")
     return ((enough >= columns("num_gpus")) | (columns("cpu_per_gpu", 0.0) > 0)
             | (columns("ram_gb_per_gpu", 0.0) > 0))
+
+
+def some_job_may_fit(view, **options) -> bool:
+    """Start guard of ``greedy`` and ``obp`` (``dlsched.state.StartGuard``): a pending job
+    passes :func:`may_fit` on the live state. Both try only such jobs, so without one they
+    start nothing (whatever the options: β and the queues only choose among them)."""
+    return bool(_may_fit(view.gpu_mem_free_all(), view.queue_columns()).any())
 
 
 class Misfits:
@@ -323,3 +342,5 @@ def fifo_live(view, *, backfill: bool = False) -> Decision:
 
 register_view_policy(ViewPolicy("horus", "fifo", fifo_live, fifo_can_start,
                                 frozenset({"backfill"})))
+for _name in ("greedy", "obp"):
+    register_start_guard(StartGuard("horus", _name, some_job_may_fit))

@@ -107,3 +107,33 @@ def register_view_policy(policy: ViewPolicy) -> ViewPolicy:
 def view_policy(problem: str, method: str) -> ViewPolicy | None:
     """The registered fast form of a method, or None."""
     return _VIEW_POLICIES.get((problem, method))
+
+
+@dataclass(frozen=True)
+class StartGuard:
+    """A cheap necessary condition for a snapshot method to start anything.
+
+    ``can_start(view, **options) -> bool`` reads the simulator's live view
+    (``dlsched.simulate.view.SimView``); when it is False the method, called on a snapshot
+    of that state with any valid ``options``, would start nothing, and the simulator does
+    not call it (in ``check="fast"`` mode; ``"full"`` always calls, and tests compare the
+    two). Only for stateless methods: a call that starts nothing must change nothing.
+    """
+
+    problem: str
+    method: str
+    can_start: Callable[..., bool]
+
+
+_START_GUARDS: dict[tuple[str, str], StartGuard] = {}
+
+
+def register_start_guard(guard: StartGuard) -> StartGuard:
+    """Register the start guard of method ``guard.method`` of ``guard.problem``."""
+    _START_GUARDS[(guard.problem, guard.method)] = guard
+    return guard
+
+
+def start_guard(problem: str, method: str) -> StartGuard | None:
+    """The registered start guard of a method, or None."""
+    return _START_GUARDS.get((problem, method))

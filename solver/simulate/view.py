@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from ..instance import Instance
-from ..jobs import Job, RunningJob
+from ..jobs import Job, JobColumns, RunningJob
 from .live import LiveState
 
 
@@ -158,6 +160,10 @@ class SimView:
         jobs = self._jobs
         return (jobs[i] for i in self._queue)
 
+    def queue_columns(self) -> JobColumns:
+        """Numeric fields of the pending jobs as arrays, in queue order."""
+        return self._queue.columns()
+
     def min_demand(self) -> int | None:
         """Smallest GPU demand among pending jobs with a fixed demand."""
         return self._queue.min_demand()
@@ -199,6 +205,10 @@ class SimView:
     def gpu_mem_free(self, g: int) -> float:
         """Capacity minus memory in use on GPU ``g`` (GB)."""
         return self._state.mem_cap[g] - self._state.mem[g]
+
+    def gpu_mem_free_all(self) -> np.ndarray:
+        """Capacity minus memory in use, every GPU (GB; a new array)."""
+        return self.cluster.gpu_mem_gb - np.array(self._state.mem)
 
     def node_free(self, n: int) -> tuple[float, float]:
         """(CPU, RAM in GB) free on server ``n``."""
