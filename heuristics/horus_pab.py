@@ -180,9 +180,14 @@ def _place(instance: Instance, requeued: set[str], serial: bool,
     ids = instance.cluster.gpu_index
     blocked = np.zeros(len(state.busy), dtype=bool)
     if leaving:
-        for r in instance.running:
-            if r.job in leaving:
-                blocked[[ids[g] for g in r.gpus]] = True
+        gpus_of = getattr(instance.running, "gpus_of", None)
+        if gpus_of is not None:  # the simulator answers per job
+            for job_id in leaving:
+                blocked[list(gpus_of(job_id) or ())] = True
+        else:
+            for r in instance.running:
+                if r.job in leaving:
+                    blocked[[ids[g] for g in r.gpus]] = True
     holders: dict[int, list[str]] = {}  # per GPU, read at the first placement that uses it
     read_holders: Callable[[int], list[str]] | None = None
     placed: list[tuple[int, list[int]]] = []

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from itertools import compress
+from operator import attrgetter
 
 import numpy as np
 
 from ..jobs import Job, JobColumns
+
+_job_id = attrgetter("id")
 
 
 class PendingQueue:
@@ -98,7 +101,9 @@ class PendingQueue:
     def job_index(self) -> dict[str, int]:
         """Job id -> position in :meth:`jobs` (cached until the queue changes; read-only)."""
         if self._index is None or self._index[0] != self.version:
-            self._index = (self.version, {job.id: i for i, job in enumerate(self.jobs())})
+            jobs = self.jobs()
+            self._index = (self.version, dict(zip(map(_job_id, jobs), range(len(jobs)),
+                                                  strict=True)))
         return self._index[1]
 
     def columns(self) -> QueueColumns:

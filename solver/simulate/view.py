@@ -49,9 +49,10 @@ def running_jobs(state: LiveState, t: float, observed: bool) -> list[RunningJob]
 class LazyRunning(Sequence[RunningJob]):
     """The running jobs of a snapshot, built only when a policy or check reads them.
 
-    :meth:`rate_factor` and :meth:`jobs_on` answer for one job or one GPU without building
-    the list (PAB asks them at most of its rounds); like the list, they read the live
-    state, so they hold while the policy decides (the engine changes nothing meanwhile).
+    :meth:`rate_factor`, :meth:`gpus_of` and :meth:`jobs_on` answer for one job or one GPU
+    without building the list (PAB asks them at most of its rounds); like the list, they
+    read the live state, so they hold while the policy decides (the engine changes nothing
+    meanwhile).
     """
 
     def __init__(self, make: Callable[[], list[RunningJob]], count: int,
@@ -70,6 +71,12 @@ class LazyRunning(Sequence[RunningJob]):
         if rec is None:
             return None
         return 1.0 if self._observed else rec.rate / rec.base_rate
+
+    def gpus_of(self, job_id: str) -> tuple[int, ...] | None:
+        """GPU indices of running job ``job_id``; None when it is not running."""
+        state = self._state
+        rec = state.running.get(state.by_id.get(job_id, -1))
+        return None if rec is None else rec.gpu_list
 
     def jobs_on(self, gpu: int) -> tuple[str, ...]:
         """Ids of the running jobs holding GPU index ``gpu``."""
