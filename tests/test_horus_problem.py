@@ -122,3 +122,16 @@ def test_bad_params_name_the_field(params, field):
     with pytest.raises(InputError) as err:
         check_instance(horus_instance([("a", 1, 50.0, 1.0)], params=params))
     assert err.value.field == field
+
+
+def test_parsed_params_follow_a_changed_mapping():
+    """parse_horus_params keeps recent results; a mapping changed in place is parsed again."""
+    from dlsched.problems.horus import parse_horus_params
+
+    params = {"w_mem": 2.0, "interference": {}}
+    assert parse_horus_params(params).w_mem == 2.0
+    assert parse_horus_params(params) is parse_horus_params(params)
+    params["w_mem"] = 3.0
+    assert parse_horus_params(params).w_mem == 3.0
+    params["interference"]["GTX1080"] = {"quadratic": [1.0, 0.0, 0.0]}
+    assert parse_horus_params(params).interference["GTX1080"].quadratic == (1.0, 0.0, 0.0)

@@ -30,6 +30,7 @@ otherwise (f is convex with f(0) = 0, hence superadditive).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -112,7 +113,26 @@ class HorusParams:
 
 
 def parse_horus_params(params: Mapping[str, Any]) -> HorusParams:
-    """Validate the ``params`` object of a Horus instance."""
+    """Validate the ``params`` object of a Horus instance.
+
+    The result for the last few mappings is kept (a simulated policy parses its workload's
+    params at every call), reused while the mapping is the same object with equal contents.
+    """
+    hit = _PARSED.get(id(params))
+    if hit is not None and hit[0] is params and hit[1] == params:
+        return hit[2]
+    parsed = _parse_horus_params(params)
+    if len(_PARSED) >= 8:
+        del _PARSED[next(iter(_PARSED))]
+    _PARSED[id(params)] = (params, copy.deepcopy(dict(params)), parsed)
+    return parsed
+
+
+# id(params) -> (params, a deep copy of its contents, the parsed result)
+_PARSED: dict[int, tuple[Mapping[str, Any], dict[str, Any], HorusParams]] = {}
+
+
+def _parse_horus_params(params: Mapping[str, Any]) -> HorusParams:
     known = {"w_mem", "w_util", "cost_model", "unplaced_penalty", "beta", "queues", "interference"}
     for key in params:
         if key not in known:
