@@ -67,8 +67,11 @@ class ClusterState:
         self.free_mem[gpus] -= job.gpu_mem_gb or 0.0
         self.util[gpus] += job.gpu_util or 0.0
         self.busy[gpus] = True
-        np.subtract.at(self.free_cpu, node_of[gpus], job.cpu_per_gpu)
-        np.subtract.at(self.free_ram, node_of[gpus], job.ram_gb_per_gpu)
+        # subtracting 0 changes nothing (and ufunc.at is slow): only jobs with shares
+        if job.cpu_per_gpu:
+            np.subtract.at(self.free_cpu, node_of[gpus], job.cpu_per_gpu)
+        if job.ram_gb_per_gpu:
+            np.subtract.at(self.free_ram, node_of[gpus], job.ram_gb_per_gpu)
 
 
 # ---------------------------------------------------------------------- view policies

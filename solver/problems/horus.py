@@ -266,18 +266,25 @@ def share_costs(
     if gpus is not None:
         cap, util, mem = cap[gpus], util[gpus], mem[gpus]
     need = mem[None, :] + job_mem[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mem_ratio = np.where(
-            cap[None, :] > 0,
-            need / np.where(cap > 0, cap, 1.0)[None, :],
-            np.where(need > 0, np.inf, 0.0),
-        )
+    if (cap > 0).all():  # the usual case: the same quotients without the masks
+        mem_ratio = need / cap[None, :]
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mem_ratio = np.where(
+                cap[None, :] > 0,
+                need / np.where(cap > 0, cap, 1.0)[None, :],
+                np.where(need > 0, np.inf, 0.0),
+            )
     cum = (util[None, :] + job_util[:, None]) / 100.0
-    interference = np.empty_like(cum)
-    for name, cols in _type_columns(gpu_type):
-        if gpus is not None:
-            cols = cols[gpus]
-        interference[:, cols] = p.interference[name](cum[:, cols])
+    types = _type_columns(gpu_type)
+    if len(types) == 1:  # one GPU type: f on every column at once (same numbers)
+        interference = p.interference[types[0][0]](cum)
+    else:
+        interference = np.empty_like(cum)
+        for name, cols in types:
+            if gpus is not None:
+                cols = cols[gpus]
+            interference[:, cols] = p.interference[name](cum[:, cols])
     return p.w_mem * mem_ratio + p.w_util * interference
 
 
