@@ -25,11 +25,18 @@ import numpy as np
 
 from dlsched.decision import Decision
 from dlsched.instance import Instance
-from dlsched.jobs import Job
+from dlsched.jobs import Job, JobColumns
 from dlsched.method_support import decision_from_indices, fifo_can_start, heuristic_method
 from dlsched.problems.horus import parse_horus_params, share_costs
 from dlsched.registry import BOOL, MethodSpec, register_method
-from dlsched.state import EPS, ClusterState, ViewPolicy, register_view_policy
+from dlsched.state import (
+    EPS,
+    ClusterState,
+    StartGuard,
+    ViewPolicy,
+    register_start_guard,
+    register_view_policy,
+)
 
 from .kmeans import kmeans_l1, normalize_columns
 
@@ -140,8 +147,7 @@ def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
     jobs = instance.jobs
     if not jobs:
         return Decision()
-    waits = np.maximum(0.0, instance.time - np.fromiter(
-        (j.submit_time for j in jobs), dtype=float, count=len(jobs)))
+    waits = np.maximum(0.0, instance.time - instance.job_columns("submit_time"))
     cluster = instance.cluster
     state = ClusterState.of(instance)
     # jobs that cannot find GPUs this round are skipped (they change nothing; the Eq. 7
@@ -215,12 +221,25 @@ def may_fit(state: ClusterState, jobs: tuple[Job, ...]) -> np.ndarray:
     at the round's start fails it all round. Jobs with CPU or RAM shares always pass."""
     if not jobs:
         return np.zeros(0, dtype=bool)
-    rows = np.array([(j.gpu_mem_gb or 0.0, j.num_gpus, j.cpu_per_gpu > 0 or j.ram_gb_per_gpu > 0)
-                     for j in jobs], dtype=float)
-    free = np.sort(state.free_mem)
+    # the instance's columns when they are its jobs (a simulator snapshot has them ready)
+    columns = state.instance.job_columns if jobs is state.instance.jobs else JobColumns(jobs)
+    return _may_fit(state.free_mem, columns)
+
+
+def _may_fit(free_mem: np.ndarray, columns: JobColumns) -> np.ndarray:
+    """:func:`may_fit` on the GPUs' free memory and the jobs' columns."""
+    free = np.sort(free_mem)
     # GPUs with free memory >= mem - EPS, the test of gpu_fits
-    enough = len(free) - np.searchsorted(free, rows[:, 0] - EPS, side="left")
-    return (enough >= rows[:, 1]) | (rows[:, 2] > 0)
+    enough = len(free) - np.searchsorted(free, columns("gpu_mem_gb", 0.0) - EPS, side="left")
+    return ((enough >= columns("num_gpus")) | (columns("cpu_per_gpu", 0.0) > 0)
+            | (columns("ram_gb_per_gpu", 0.0) > 0))
+
+
+def some_job_may_fit(view, **options) -> bool:
+    """Start guard of ``greedy`` and ``obp`` (``dlsched.state.StartGuard``): a pending job
+    passes :func:`may_fit` on the live state. Both try only such jobs, so without one they
+    start nothing (whatever the options: β and the queues only choose among them)."""
+    return bool(_may_fit(view.gpu_mem_free_all(), view.queue_columns()).any())
 
 
 class Misfits:
@@ -346,3 +365,5 @@ def fifo_live(view, *, backfill: bool = False) -> Decision:
 
 register_view_policy(ViewPolicy("horus", "fifo", fifo_live, fifo_can_start,
                                 frozenset({"backfill"})))
+for _name in ("greedy", "obp"):
+    register_start_guard(StartGuard("horus", _name, some_job_may_fit))

@@ -32,7 +32,7 @@ wait (a job requeued again is added again).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -49,9 +49,56 @@ from .horus import Misfits, _cheapest_gpus, may_fit
 EPS = 1e-9
 
 
-def _factors(instance: Instance) -> dict[str, float]:
-    """Current speed of every running job relative to its solo speed (1.0 if unknown)."""
+def _factors(instance: Instance) -> Mapping[str, float]:
+    """Current speed of every running job relative to its solo speed (1.0 if unknown).
+
+    In the simulator (running jobs that answer ``rate_factor`` per job) it is read job by
+    job when asked, instead of building every running job.
+    """
+    if hasattr(instance.running, "rate_factor"):
+        return _RunningFactors(instance.running)
     return {r.job: float(r.extra.get("rate_factor", 1.0)) for r in instance.running}
+
+
+class _RunningFactors(Mapping[str, float]):
+    """Job id -> rate factor of the running jobs, each read once, when asked."""
+
+    def __init__(self, running: Any) -> None:
+        self._running = running
+        self._seen: dict[str, float | None] = {}
+
+    def _get(self, job_id: str) -> float | None:
+        if job_id not in self._seen:
+            self._seen[job_id] = self._running.rate_factor(job_id)
+        return self._seen[job_id]
+
+    def __contains__(self, job_id: object) -> bool:
+        return isinstance(job_id, str) and self._get(job_id) is not None
+
+    def __getitem__(self, job_id: str) -> float:
+        value = self._get(job_id)
+        if value is None:
+            raise KeyError(job_id)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return (r.job for r in self._running)
+
+    def __len__(self) -> int:
+        return len(self._running)
+
+
+def _holders(instance: Instance) -> Callable[[int], list[str]]:
+    """GPU index -> ids of the running jobs on it (the simulator answers per GPU)."""
+    jobs_on = getattr(instance.running, "jobs_on", None)
+    if jobs_on is not None:
+        return lambda g: list(jobs_on(g))
+    ids = instance.cluster.gpu_index
+    table: dict[int, list[str]] = {}
+    for r in instance.running:
+        for g in r.gpus:
+            table.setdefault(ids[g], []).append(r.job)
+    return lambda g: list(table.get(g, ()))
 
 
 def pab(instance: Instance, *, warmup_s: float = 60.0, threshold: float = 0.5,
@@ -112,7 +159,7 @@ def pab(instance: Instance, *, warmup_s: float = 60.0, threshold: float = 0.5,
             probes[job_id] = [t + warmup_s, before]
     # a requeued job matters only while it waits (once placed it is on idle GPUs; if it
     # is requeued again it is added again), so the state keeps only those
-    waiting = {job.id for job in instance.jobs}
+    waiting = instance.job_index  # the ids of instance.jobs
     extra: dict[str, Any] = {
         "requeue": requeue,
         "policy_state": {"probes": probes, "requeued": sorted(
@@ -135,10 +182,16 @@ def _place(instance: Instance, requeued: set[str], serial: bool,
     ids = instance.cluster.gpu_index
     blocked = np.zeros(len(state.busy), dtype=bool)
     if leaving:
-        for r in instance.running:
-            if r.job in leaving:
-                blocked[[ids[g] for g in r.gpus]] = True
-    holders: dict[int, list[str]] | None = None  # built at the first placement
+        gpus_of = getattr(instance.running, "gpus_of", None)
+        if gpus_of is not None:  # the simulator answers per job
+            for job_id in leaving:
+                blocked[list(gpus_of(job_id) or ())] = True
+        else:
+            for r in instance.running:
+                if r.job in leaving:
+                    blocked[[ids[g] for g in r.gpus]] = True
+    holders: dict[int, list[str]] = {}  # per GPU, read at the first placement that uses it
+    read_holders: Callable[[int], list[str]] | None = None
     placed: list[tuple[int, list[int]]] = []
     probes: dict[str, dict[str, float]] = {}
     misfits = Misfits()  # per kind (idle GPUs only or not): a failed shape fails all round
@@ -157,18 +210,18 @@ def _place(instance: Instance, requeued: set[str], serial: bool,
         if chosen is None:
             misfits.add(job, idle_only)
             continue
-        if holders is None:
-            holders = {}
-            for r in instance.running:
-                for g in r.gpus:
-                    holders.setdefault(ids[g], []).append(r.job)
-        others = {o for g in chosen for o in holders.get(g, ())}
+        if read_holders is None:
+            read_holders = _holders(instance)
+        for g in chosen:
+            if g not in holders:
+                holders[g] = read_holders(g)
+        others = {o for g in chosen for o in holders[g]}
         now_ = now() if others else {}
         probes[job.id] = {o: now_.get(o, 1.0) for o in sorted(others)}
         open_gpus -= int((~state.busy[chosen]).sum())
         state.place(job, chosen)
         for g in chosen:
-            holders.setdefault(g, []).append(job.id)
+            holders[g].append(job.id)
         placed.append((j, chosen))
         if serial:
             break

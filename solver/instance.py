@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .canonical import sha256_of
-from .jobs import Job, RunningJob, to_plain
+from .jobs import Job, JobColumns, RunningJob, to_plain
 from .topology import Cluster
 
 FORMAT_VERSION = 1
@@ -67,6 +67,11 @@ class Instance:
 
     def job(self, job_id: str) -> Job:
         return self.jobs[self.job_index[job_id]]
+
+    @cached_property
+    def job_columns(self) -> JobColumns:
+        """Numeric fields of ``jobs`` as arrays (:class:`~dlsched.jobs.JobColumns`)."""
+        return JobColumns(self.jobs)
 
     @cached_property
     def gpu_usage(self) -> tuple[np.ndarray, np.ndarray]:

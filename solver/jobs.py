@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, TypeVar
+
+import numpy as np
 
 T = TypeVar("T")
 
@@ -104,6 +107,39 @@ def to_plain(obj: Any) -> dict[str, Any]:
             value = dict(value)
         out[name] = value
     return out
+
+
+class JobColumns:
+    """Numeric fields of a sequence of jobs as float arrays, each built once when asked.
+
+    ``columns("gpu_mem_gb", fill=0.0)`` is ``[j.gpu_mem_gb, ...]`` with ``fill`` for None
+    (default NaN). Heuristics read whole columns in one numpy step instead of a Python
+    pass over the queue per call (the simulator shows columns of its pending queue that it
+    gathers from the whole workload's, :mod:`dlsched.simulate.pending`).
+    """
+
+    def __init__(self, jobs: Sequence[Job]) -> None:
+        self._jobs = jobs
+        self._built: dict[tuple[str, float], np.ndarray] = {}
+
+    def __call__(self, name: str, fill: float = float("nan")) -> np.ndarray:
+        key = (name, fill)
+        column = self._built.get(key)
+        if column is None:
+            if name not in _NUMERIC_FIELDS:
+                raise ValueError(f"{name!r} is not a numeric job field "
+                                 f"({', '.join(sorted(_NUMERIC_FIELDS))})")
+            column = np.fromiter(
+                (fill if v is None else v for v in map(attrgetter(name), self._jobs)),
+                dtype=float, count=len(self._jobs))
+            column.flags.writeable = False  # shared by every reader
+            self._built[key] = column
+        return column
+
+
+_NUMERIC_FIELDS = frozenset({"submit_time", "num_gpus", "duration", "gpu_util", "gpu_mem_gb",
+                             "cpu_per_gpu", "ram_gb_per_gpu", "batch_size", "iterations",
+                             "deadline", "weight"})
 
 
 def job_from_dict(data: Mapping[str, Any]) -> Job:

@@ -67,8 +67,11 @@ class ClusterState:
         self.free_mem[gpus] -= job.gpu_mem_gb or 0.0
         self.util[gpus] += job.gpu_util or 0.0
         self.busy[gpus] = True
-        np.subtract.at(self.free_cpu, node_of[gpus], job.cpu_per_gpu)
-        np.subtract.at(self.free_ram, node_of[gpus], job.ram_gb_per_gpu)
+        # subtracting 0 changes nothing (and ufunc.at is slow): only jobs with shares
+        if job.cpu_per_gpu:
+            np.subtract.at(self.free_cpu, node_of[gpus], job.cpu_per_gpu)
+        if job.ram_gb_per_gpu:
+            np.subtract.at(self.free_ram, node_of[gpus], job.ram_gb_per_gpu)
 
 
 # ---------------------------------------------------------------------- view policies
@@ -117,3 +120,33 @@ def register_view_policy(policy: ViewPolicy) -> ViewPolicy:
 def view_policy(problem: str, method: str) -> ViewPolicy | None:
     """The registered fast form of a method, or None."""
     return _VIEW_POLICIES.get((problem, method))
+
+
+@dataclass(frozen=True)
+class StartGuard:
+    """A cheap necessary condition for a snapshot method to start anything.
+
+    ``can_start(view, **options) -> bool`` reads the simulator's live view
+    (``dlsched.simulate.view.SimView``); when it is False the method, called on a snapshot
+    of that state with any valid ``options``, would start nothing, and the simulator does
+    not call it (in ``check="fast"`` mode; ``"full"`` always calls, and tests compare the
+    two). Only for stateless methods: a call that starts nothing must change nothing.
+    """
+
+    problem: str
+    method: str
+    can_start: Callable[..., bool]
+
+
+_START_GUARDS: dict[tuple[str, str], StartGuard] = {}
+
+
+def register_start_guard(guard: StartGuard) -> StartGuard:
+    """Register the start guard of method ``guard.method`` of ``guard.problem``."""
+    _START_GUARDS[(guard.problem, guard.method)] = guard
+    return guard
+
+
+def start_guard(problem: str, method: str) -> StartGuard | None:
+    """The registered start guard of a method, or None."""
+    return _START_GUARDS.get((problem, method))

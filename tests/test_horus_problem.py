@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from dlsched import Decision, Placement, evaluate
@@ -122,3 +123,41 @@ def test_bad_params_name_the_field(params, field):
     with pytest.raises(InputError) as err:
         check_instance(horus_instance([("a", 1, 50.0, 1.0)], params=params))
     assert err.value.field == field
+
+
+def test_parsed_params_follow_a_changed_mapping():
+    """parse_horus_params keeps recent results; a mapping changed in place is parsed again."""
+    from dlsched.problems.horus import parse_horus_params
+
+    params = {"w_mem": 2.0, "interference": {}}
+    assert parse_horus_params(params).w_mem == 2.0
+    assert parse_horus_params(params) is parse_horus_params(params)
+    params["w_mem"] = 3.0
+    assert parse_horus_params(params).w_mem == 3.0
+    params["interference"]["GTX1080"] = {"quadratic": [1.0, 0.0, 0.0]}
+    assert parse_horus_params(params).interference["GTX1080"].quadratic == (1.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_share_costs_shortcuts_give_the_same_bits(mixed):
+    """share_costs' shortcuts (all capacities positive; one GPU type) equal Eq. 7 computed
+    with the masks, bit for bit, on all columns and on a subset."""
+    from dlsched.problems.horus import parse_horus_params, share_costs
+
+    rng = np.random.default_rng(1)
+    p = parse_horus_params({"w_mem": 0.7, "w_util": 1.3})
+    types = tuple(str(x) for x in rng.choice(["gtx1080", "rtx2080"] if mixed else ["gtx1080"],
+                                             40))
+    cap, util, mem = rng.uniform(4, 16, 40), rng.uniform(0, 150, 40), rng.uniform(0, 4, 40)
+    job_util, job_mem = rng.uniform(0, 100, 6), rng.uniform(0, 8, 6)
+    got = share_costs(p, types, cap, util, mem, job_util, job_mem)
+    ratio = (mem[None, :] + job_mem[:, None]) / cap[None, :]
+    cum = (util[None, :] + job_util[:, None]) / 100.0
+    inter = np.empty_like(cum)
+    for name in set(types):
+        cols = np.asarray(types) == name
+        inter[:, cols] = p.interference[name](cum[:, cols])
+    assert got.tobytes() == (0.7 * ratio + 1.3 * inter).tobytes()
+    some = np.array([5, 0, 17])
+    assert share_costs(p, types, cap, util, mem, job_util, job_mem,
+                       gpus=some).tobytes() == got[:, some].tobytes()

@@ -177,6 +177,10 @@ def test_seeded_snapshot_caches_equal_fresh_computation(monkeypatch):
             assert np.allclose(a, b, atol=1e-9)
         assert snap.job_index == fresh.job_index
         assert snap.idle_by_server == fresh.idle_by_server
+        for name, fill in (("gpu_mem_gb", 0.0), ("num_gpus", np.nan), ("submit_time", np.nan),
+                           ("cpu_per_gpu", np.nan)):
+            a, b = snap.job_columns(name, fill), fresh.job_columns(name, fill)
+            assert a.tobytes() == b.tobytes() and len(a) == len(snap.jobs)
         seen.append(t)
         return snap
 

@@ -232,3 +232,45 @@ def test_stepping_interface_drives_the_same_run():
     stepped = job_table(eng.result())
     pd.testing.assert_frame_equal(stepped, job_table(simulate(w, "fifo")), check_exact=True)
     assert decisions > 10
+
+
+@pytest.mark.parametrize("method", ["greedy", "obp"])
+def test_horus_start_guard_skips_only_calls_that_start_nothing(method):
+    """Greedy and OBP are not called when no pending job passes may_fit (fast mode): the
+    same schedule as calling them at every event (full mode), with fewer calls."""
+    w = horus_workload(3, n=90, nodes=2, per=2)
+    fast = simulate(w, method, check="fast")
+    full = simulate(w, method, check="full")
+    pd.testing.assert_frame_equal(job_table(fast), job_table(full), check_exact=True)
+    assert fast.policy_calls < full.policy_calls
+
+
+def test_running_job_lookups_equal_the_built_list():
+    """LazyRunning's per-job and per-GPU reads (PAB's) equal the list it builds."""
+    from dlsched.heuristics.horus_pab import _factors
+    from dlsched.simulate.engine import Policy as P
+    from dlsched.simulate.engine import _Engine
+
+    w = horus_workload(5, n=60, nodes=2, per=4)
+    speed = SpeedModel(interference="horus")
+    eng = _Engine(w, P("pab"), speed.bind(w), False, True, None, None)
+    index = w.cluster.gpu_index
+    checked, slowed = 0, 0
+    while (due := eng.next_batch()) is not None:
+        if due:
+            snap = eng.snapshot()
+            lazy = snap.running
+            built = tuple(lazy)
+            factors = _factors(snap)
+            for r in built:
+                assert lazy.rate_factor(r.job) == r.extra["rate_factor"] == factors[r.job]
+                assert [index[g] for g in r.gpus] == list(lazy.gpus_of(r.job))
+            for g in range(w.cluster.num_gpus):
+                on = sorted(r.job for r in built if w.cluster.gpu_ids[g] in r.gpus)
+                assert sorted(lazy.jobs_on(g)) == on
+            assert lazy.rate_factor("no-such-job") is None and "no-such-job" not in factors
+            checked += len(built)
+            slowed += sum(r.extra["rate_factor"] < 1.0 for r in built)
+            eng._decide(eng.t)
+        eng.end_batch()
+    assert checked > 50 and slowed > 0  # co-located jobs are among them

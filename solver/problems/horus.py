@@ -30,6 +30,7 @@ otherwise (f is convex with f(0) = 0, hence superadditive).
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -112,7 +113,26 @@ class HorusParams:
 
 
 def parse_horus_params(params: Mapping[str, Any]) -> HorusParams:
-    """Validate the ``params`` object of a Horus instance."""
+    """Validate the ``params`` object of a Horus instance.
+
+    The result for the last few mappings is kept (a simulated policy parses its workload's
+    params at every call), reused while the mapping is the same object with equal contents.
+    """
+    hit = _PARSED.get(id(params))
+    if hit is not None and hit[0] is params and hit[1] == params:
+        return hit[2]
+    parsed = _parse_horus_params(params)
+    if len(_PARSED) >= 8:
+        del _PARSED[next(iter(_PARSED))]
+    _PARSED[id(params)] = (params, copy.deepcopy(dict(params)), parsed)
+    return parsed
+
+
+# id(params) -> (params, a deep copy of its contents, the parsed result)
+_PARSED: dict[int, tuple[Mapping[str, Any], dict[str, Any], HorusParams]] = {}
+
+
+def _parse_horus_params(params: Mapping[str, Any]) -> HorusParams:
     known = {"w_mem", "w_util", "cost_model", "unplaced_penalty", "beta", "queues", "interference"}
     for key in params:
         if key not in known:
@@ -246,18 +266,25 @@ def share_costs(
     if gpus is not None:
         cap, util, mem = cap[gpus], util[gpus], mem[gpus]
     need = mem[None, :] + job_mem[:, None]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mem_ratio = np.where(
-            cap[None, :] > 0,
-            need / np.where(cap > 0, cap, 1.0)[None, :],
-            np.where(need > 0, np.inf, 0.0),
-        )
+    if (cap > 0).all():  # the usual case: the same quotients without the masks
+        mem_ratio = need / cap[None, :]
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mem_ratio = np.where(
+                cap[None, :] > 0,
+                need / np.where(cap > 0, cap, 1.0)[None, :],
+                np.where(need > 0, np.inf, 0.0),
+            )
     cum = (util[None, :] + job_util[:, None]) / 100.0
-    interference = np.empty_like(cum)
-    for name, cols in _type_columns(gpu_type):
-        if gpus is not None:
-            cols = cols[gpus]
-        interference[:, cols] = p.interference[name](cum[:, cols])
+    types = _type_columns(gpu_type)
+    if len(types) == 1:  # one GPU type: f on every column at once (same numbers)
+        interference = p.interference[types[0][0]](cum)
+    else:
+        interference = np.empty_like(cum)
+        for name, cols in types:
+            if gpus is not None:
+                cols = cols[gpus]
+            interference[:, cols] = p.interference[name](cum[:, cols])
     return p.w_mem * mem_ratio + p.w_util * interference
 
 

@@ -30,7 +30,9 @@ Two ways to call a policy:
 * any other method sees a snapshot — an :class:`~dlsched.instance.Instance` at that time
   with the pending queue in arrival order and the running jobs (built lazily, with their
   remaining time at the current rate). For problems with exclusive GPUs it is not called
-  when no pending job fits into the idle GPUs.
+  when no pending job fits into the idle GPUs; a method with a start guard
+  (``dlsched.state.StartGuard``, e.g. Horus greedy and OBP) is not called when its guard
+  says that it cannot start anything.
 
 Checks (``check``). ``"fast"`` (default): each decision is checked against the live state
 on the GPUs and servers it touches (``checks.check_live``: the validator's generic rules,
@@ -82,7 +84,7 @@ from ..instance_io import check_instance, load_instance
 from ..jobs import Job
 from ..problems import get_problem
 from ..problems.rates import BoundSpeed, SpeedModel
-from ..state import view_policy
+from ..state import start_guard, view_policy
 from ..validate import validate_decision
 from .caller import PolicyCaller
 from .checks import check_live, check_requeue, check_schedule
@@ -206,6 +208,10 @@ class _Engine:
                     and not self.caller.via_solve and not self.prefix
                     and set(policy.options) <= vp.options and vp.applies(workload))
         self.view_policy = vp if use_view else None
+        guard = start_guard(workload.problem, policy.method)
+        use_guard = (guard is not None and check == "fast" and observe is None
+                     and not self.caller.via_solve and not self.prefix)
+        self.start_guard = guard if use_guard and self.view_policy is None else None
         self._view = SimView(self.state, workload.problem, workload.params)
         self.calls = 0
         self.event_count = 0
@@ -239,13 +245,14 @@ class _Engine:
             return False
         if self.prefix:
             return self._prefix_bound() > 0
-        if not self.exclusive:
-            return True
-        free = st.idle_total
-        if free == 0:
-            return False
-        if q.demand and q.all_fixed():
-            return q.min_demand() <= free
+        if self.exclusive:
+            free = st.idle_total
+            if free == 0:
+                return False
+            if q.demand and q.all_fixed() and q.min_demand() > free:
+                return False
+        if self.start_guard is not None:
+            return bool(self.start_guard.can_start(self.view(), **self.policy.options))
         return True
 
     def _due(self) -> bool:

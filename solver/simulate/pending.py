@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from itertools import compress
+from operator import attrgetter
 
 import numpy as np
 
-from ..jobs import Job
+from ..jobs import Job, JobColumns
+
+_job_id = attrgetter("id")
 
 
 class PendingQueue:
@@ -35,6 +38,8 @@ class PendingQueue:
         self._cache: tuple[int, tuple[Job, ...]] | None = None
         self._index: tuple[int, dict[str, int]] | None = None
         self._records: tuple[int, np.ndarray] | None = None
+        self._whole = JobColumns(jobs)  # columns of every job, built when first asked
+        self._columns: tuple[int, QueueColumns] | None = None
 
     def __len__(self) -> int:
         return len(self._pos)
@@ -108,8 +113,19 @@ class PendingQueue:
     def job_index(self) -> dict[str, int]:
         """Job id -> position in :meth:`jobs` (cached until the queue changes; read-only)."""
         if self._index is None or self._index[0] != self.version:
-            self._index = (self.version, {job.id: i for i, job in enumerate(self.jobs())})
+            jobs = self.jobs()
+            self._index = (self.version, dict(zip(map(_job_id, jobs), range(len(jobs)),
+                                                  strict=True)))
         return self._index[1]
+
+    def columns(self) -> QueueColumns:
+        """Numeric fields of :meth:`jobs` as arrays (cached until the queue changes)."""
+        if self._columns is None or self._columns[0] != self.version:
+            h = self._head
+            index = np.fromiter(compress(self._order[h:], self._alive[h:]), dtype=np.int64,
+                                count=len(self._pos))
+            self._columns = (self.version, QueueColumns(self._whole, index))
+        return self._columns[1]
 
     def min_demand(self) -> int | None:
         """Smallest GPU count among pending jobs with a fixed demand (None if none)."""
@@ -118,3 +134,22 @@ class PendingQueue:
     def all_fixed(self) -> bool:
         """Every pending job has a fixed GPU count."""
         return sum(self.demand.values()) == len(self._pos)
+
+
+class QueueColumns(JobColumns):
+    """:class:`~dlsched.jobs.JobColumns` of the pending jobs, gathered from the columns of
+    the whole workload (``index``: the pending jobs' workload indices in queue order)."""
+
+    def __init__(self, whole: JobColumns, index: np.ndarray) -> None:
+        super().__init__(())
+        self._whole = whole
+        self._index = index
+
+    def __call__(self, name: str, fill: float = float("nan")) -> np.ndarray:
+        key = (name, fill)
+        column = self._built.get(key)
+        if column is None:
+            column = self._whole(name, fill)[self._index]
+            column.flags.writeable = False
+            self._built[key] = column
+        return column

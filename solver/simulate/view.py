@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..instance import Instance
-from ..jobs import Job, RunningJob
+from ..jobs import Job, JobColumns, RunningJob
 from .live import LiveState
 
 
@@ -47,12 +47,41 @@ def running_jobs(state: LiveState, t: float, observed: bool) -> list[RunningJob]
 
 
 class LazyRunning(Sequence[RunningJob]):
-    """The running jobs of a snapshot, built only when a policy or check reads them."""
+    """The running jobs of a snapshot, built only when a policy or check reads them.
 
-    def __init__(self, make: Callable[[], list[RunningJob]], count: int) -> None:
+    :meth:`rate_factor`, :meth:`gpus_of` and :meth:`jobs_on` answer for one job or one GPU
+    without building the list (PAB asks them at most of its rounds); like the list, they
+    read the live state, so they hold while the policy decides (the engine changes nothing
+    meanwhile).
+    """
+
+    def __init__(self, make: Callable[[], list[RunningJob]], count: int,
+                 state: LiveState, observed: bool) -> None:
         self._make = make
         self._count = count
         self._items: tuple[RunningJob, ...] | None = None
+        self._state = state
+        self._observed = observed
+
+    def rate_factor(self, job_id: str) -> float | None:
+        """What the list shows as ``extra.get("rate_factor", 1.0)`` for job ``job_id``;
+        None when it is not running."""
+        state = self._state
+        rec = state.running.get(state.by_id.get(job_id, -1))
+        if rec is None:
+            return None
+        return 1.0 if self._observed else rec.rate / rec.base_rate
+
+    def gpus_of(self, job_id: str) -> tuple[int, ...] | None:
+        """GPU indices of running job ``job_id``; None when it is not running."""
+        state = self._state
+        rec = state.running.get(state.by_id.get(job_id, -1))
+        return None if rec is None else rec.gpu_list
+
+    def jobs_on(self, gpu: int) -> tuple[str, ...]:
+        """Ids of the running jobs holding GPU index ``gpu``."""
+        records = self._state.records
+        return tuple(records[i].job.id for i in self._state.on_gpu[gpu])
 
     def _all(self) -> tuple[RunningJob, ...]:
         if self._items is None:
@@ -83,7 +112,8 @@ class LazyRunning(Sequence[RunningJob]):
 
 def lazy_running(state: LiveState, t: float, observed: bool) -> LazyRunning:
     """:func:`running_jobs` at ``t``, built on first access."""
-    return LazyRunning(lambda: running_jobs(state, t, observed), len(state.running))
+    return LazyRunning(lambda: running_jobs(state, t, observed), len(state.running), state,
+                       observed)
 
 
 def snapshot(state: LiveState, workload: Instance, t: float, jobs: tuple[Job, ...] | None,
@@ -91,18 +121,20 @@ def snapshot(state: LiveState, workload: Instance, t: float, jobs: tuple[Job, ..
     """The state at ``t`` as an Instance: the pending queue, or ``jobs`` (a prefix of it).
 
     The derived loads (``gpu_busy``, ``gpu_usage``, ``node_usage``, ``idle_by_server``,
-    ``job_index``) are seeded from the live state instead of being recomputed from the
-    running jobs; they are the same numbers (``tests/test_sim_engine.py`` checks it).
+    ``job_index``, ``job_columns``) are seeded from the live state instead of being
+    recomputed from the running jobs and the queue; they are the same numbers
+    (``tests/test_sim_engine.py`` checks it).
     """
+    seeded: dict[str, Any] = state.arrays()
     if jobs is None:
         jobs = state.queue.jobs()
-        index = state.queue.job_index()
+        seeded.update(job_index=state.queue.job_index(), job_columns=state.queue.columns())
     else:
-        index = {job.id: i for i, job in enumerate(jobs)}
+        seeded["job_index"] = {job.id: i for i, job in enumerate(jobs)}
     snap = Instance(problem=workload.problem, cluster=state.cluster, jobs=jobs,
                     params=workload.params, running=lazy_running(state, t, observed), time=t,
                     name=f"{workload.name or 'workload'}@{t:g}")
-    snap.__dict__.update(state.arrays(), job_index=index)
+    snap.__dict__.update(seeded)
     return snap
 
 
@@ -144,6 +176,10 @@ class SimView:
     def workload_jobs(self) -> Sequence[Job]:
         """Every job of the workload, by record index (read-only)."""
         return self._jobs
+
+    def queue_columns(self) -> JobColumns:
+        """Numeric fields of the pending jobs as arrays, in queue order."""
+        return self._queue.columns()
 
     def min_demand(self) -> int | None:
         """Smallest GPU demand among pending jobs with a fixed demand."""
@@ -191,6 +227,10 @@ class SimView:
     def gpu_mem_free(self, g: int) -> float:
         """Capacity minus memory in use on GPU ``g`` (GB)."""
         return self._state.mem_cap[g] - self._state.mem[g]
+
+    def gpu_mem_free_all(self) -> np.ndarray:
+        """Capacity minus memory in use, every GPU (GB; a new array)."""
+        return self.cluster.gpu_mem_gb - np.array(self._state.mem)
 
     def node_free(self, n: int) -> tuple[float, float]:
         """(CPU, RAM in GB) free on server ``n``."""
