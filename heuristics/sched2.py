@@ -40,7 +40,9 @@ from dlsched.registry import BOOL, MethodSpec, register_method
 from dlsched.result import MethodOutput, Status
 from dlsched.state import ViewPolicy, register_view_policy
 
-MAX_DELAYS = 3
+# the view-side packing and guards; importing sched2_live registers DSIF's and SAF's fast forms
+from . import sched2_live  # noqa: F401
+from .sched2_view import MAX_DELAYS, _gpus_only, _packing_live, some_job_fits
 
 
 def packing(free: list[list[int]], demand: int, counts: np.ndarray | None = None
@@ -269,62 +271,6 @@ for _rule in RULES:
 
 
 # ---------------------------------------------------------------------- simulator fast form
-def _packing_live(view, demand: int, taken: dict[int, int], left_total: int
-                  ) -> tuple[list[int], dict[int, int]] | None:
-    """:func:`packing` on the live view, with ``taken[s]`` GPUs of server ``s`` already
-    given to earlier jobs of this decision (always the first idle ones, in cluster order).
-
-    Reads only the servers it needs: by idle count, the lowest-index server at the smallest
-    count that holds the demand (or at the largest count), plus the servers already touched.
-    """
-    if left_total < demand:
-        return None
-    local: dict[int, int] = {}
-    chosen: list[int] = []
-    need = demand
-
-    def left(s: int) -> int:
-        return view.idle_on(s) - taken.get(s, 0) - local.get(s, 0)
-
-    def grab(s: int, k: int) -> None:
-        off = taken.get(s, 0) + local.get(s, 0)
-        chosen.extend(view.idle_gpus(s)[off:off + k])
-        local[s] = local.get(s, 0) + k
-
-    top = view.max_idle
-    while need > 0:
-        skip = set(taken) | set(local)
-        best: tuple[int, int] | None = None
-        for c in range(need, top + 1):
-            s = view.first_server_with_idle(c, skip)
-            if s is not None:
-                best = (c, s)
-                break
-        for s in skip:
-            n = left(s)
-            if n >= need and (best is None or (n, s) < best):
-                best = (n, s)
-        if best is not None:
-            grab(best[1], need)
-            need = 0
-            break
-        most: tuple[int, int] | None = None
-        for c in range(top, 0, -1):
-            s = view.first_server_with_idle(c, skip)
-            if s is not None:
-                most = (c, -s)
-                break
-        for s in skip:
-            n = left(s)
-            if n > 0 and (most is None or (n, -s) > most):
-                most = (n, -s)
-        if most is None:  # cannot happen when left_total >= demand
-            return None
-        grab(-most[1], most[0])
-        need -= most[0]
-    return chosen, local
-
-
 def _start_live(view, ordered: Iterable[Job], backfill: bool) -> Decision:
     """:func:`_start_in_order` (no delays) with packing on the live view."""
     taken: dict[int, int] = {}
@@ -371,22 +317,8 @@ def _sorted_live(rule: str):
     return decide
 
 
-def some_job_fits(view, *, backfill: bool = False) -> bool:
-    """A sorted rule's ``can_start``: some waiting job's GPU count fits the idle GPUs."""
-    low = view.min_demand()
-    return low is not None and low <= view.idle_count
-
-
-def _gpus_only(workload: Instance) -> bool:
-    """The fast form places by idle GPUs alone: no job may have CPU or RAM shares."""
-    return not any(j.cpu_per_gpu or j.ram_gb_per_gpu for j in workload.jobs)
-
-
 register_view_policy(ViewPolicy("sched2", "fifo", fifo_live, fifo_can_start,
                                 frozenset({"backfill"}), _gpus_only))
 for _rule in _LIVE_KEYS:
     register_view_policy(ViewPolicy("sched2", _rule, _sorted_live(_rule), some_job_fits,
                                     frozenset({"backfill"}), _gpus_only))
-
-# DSIF's and SAF's fast forms (registered on import; that module reads this one's names)
-from dlsched.heuristics import sched2_live  # noqa: E402, F401

@@ -29,7 +29,7 @@ from dlsched.decision import Decision, Placement
 from dlsched.errors import InputError
 from dlsched.files import unique_keys
 from dlsched.heuristics.blas_threads import one_blas_thread
-from dlsched.heuristics.sched2 import ServerRoom, _gpus_only, some_job_fits
+from dlsched.heuristics.sched2 import ServerRoom
 from dlsched.heuristics.sched2_live import JobArrays, Placer
 from dlsched.heuristics.sched2_priority import (
     DURATION_SCALE_S,
@@ -39,6 +39,7 @@ from dlsched.heuristics.sched2_priority import (
     idle_per_server,
     priority_features,
 )
+from dlsched.heuristics.sched2_view import _gpus_only, some_job_fits
 from dlsched.heuristics.weights import read_safetensors
 from dlsched.instance import Instance
 from dlsched.problems.sched2 import parse_sched2_params

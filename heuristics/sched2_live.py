@@ -3,7 +3,7 @@ policies' fast forms share: the workload's jobs as arrays, read once per run.
 
 Each returns exactly the decision of its snapshot method (:func:`.sched2.select`) on the
 same state; ``tests/test_sim_fastpath.py`` compares them. Packing is
-:func:`.sched2._packing_live` (the live view's idle GPUs by count); the queue is read as
+:func:`.sched2_view._packing_live` (the live view's idle GPUs by count); the queue is read as
 record indices and sorted or scored with numpy, with no snapshot built.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from dlsched.decision import Decision, Placement
-from dlsched.heuristics.sched2 import MAX_DELAYS, _gpus_only, _packing_live, some_job_fits
+from dlsched.heuristics.sched2_view import MAX_DELAYS, _gpus_only, _packing_live, some_job_fits
 from dlsched.problems.sched2 import locality_slowdown, parse_sched2_params
 from dlsched.state import ViewPolicy, register_view_policy
 

@@ -27,8 +27,9 @@ import numpy as np
 
 from dlsched.decision import Decision
 from dlsched.errors import InputError
-from dlsched.heuristics.sched2 import _gpus_only, some_job_fits, start_in_order
+from dlsched.heuristics.sched2 import start_in_order
 from dlsched.heuristics.sched2_live import JobArrays, Placer
+from dlsched.heuristics.sched2_view import _gpus_only, some_job_fits
 from dlsched.heuristics.weights import read_safetensors
 from dlsched.instance import Instance
 from dlsched.method_support import heuristic_method
