@@ -5,7 +5,7 @@ Setting (Sec. IV; readings, with the quotes, in docs/reproduce.md): 15 x 8 = 120
 stated mean inter-arrival of 172 s, test episodes 1000-1002 (never trained on), the six
 rules over the whole queue with the packing placement. The SCHED² agent is the paper's
 learner, the shipped deep-Q ``dqn`` (a DQN that may wait, the paper's ϕ). The duration
-scale: Sec. V-C states that Fig. 10 comes from the same experiment as Fig. 7's 68 % bars,
+scale: Sec. IV-C states that Fig. 10 comes from the same experiment as Fig. 7's 68 % bars,
 where the baselines wait 19,075 s on average; the median ideal time 5970 s is where the
 best rule waits that long at 172 s. "Best baseline" is the best rule per metric and
 episode set (Fig. 7: "the best among the baselines"). Sensitivity rows: the generator's
