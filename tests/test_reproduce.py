@@ -97,6 +97,13 @@ def test_reproduce_quick_json_rows_are_smoke(paper, capsys):
         assert row["kind"] == "smoke"
         assert row["direction_matches"] is None and row["within_2x"] is None
         assert row["result"] and row["paper_value"] and row["ours"]
+    if paper == "sched2":
+        # the paper's setting: its learner is a DQN, its mean inter-arrival 172 s (Sec. III,
+        # IV-A); both readings of the rules' candidates and of the durations are reported
+        e_rows = [r["result"] for r in rows if r["claim"].startswith("sched2.fig7.E")]
+        assert sum("E, dqn vs the best rule [172 s arrivals" in x for x in e_rows) == 6
+        assert sum("E, dqn vs the best rule [rules see the first 10 jobs]" in x
+                   for x in e_rows) == 3
 
 
 def test_gavel_rounds_tiny(capsys):
