@@ -40,8 +40,7 @@ from dlsched.registry import BOOL, MethodSpec, register_method
 from dlsched.result import MethodOutput, Status
 from dlsched.state import ViewPolicy, register_view_policy
 
-# the view-side packing and guards; importing sched2_live registers DSIF's and SAF's fast forms
-from . import sched2_live  # noqa: F401
+from .sched2_live import dsif_live, saf_live
 from .sched2_view import MAX_DELAYS, _gpus_only, _packing_live, some_job_fits
 
 
@@ -322,3 +321,6 @@ register_view_policy(ViewPolicy("sched2", "fifo", fifo_live, fifo_can_start,
 for _rule in _LIVE_KEYS:
     register_view_policy(ViewPolicy("sched2", _rule, _sorted_live(_rule), some_job_fits,
                                     frozenset({"backfill"}), _gpus_only))
+for _rule, _decide in (("dsif", dsif_live), ("saf", saf_live)):  # stateful fast forms
+    register_view_policy(ViewPolicy("sched2", _rule, _decide, some_job_fits,
+                                    frozenset({"backfill"}), _gpus_only, stateful=True))

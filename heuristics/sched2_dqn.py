@@ -12,11 +12,19 @@ import os
 
 from dlsched.decision import Decision
 from dlsched.errors import InputError
-from dlsched.heuristics.sched2_dqn_policy import dqn_decision, load_network, shipped_weights
+from dlsched.heuristics.sched2_dqn_policy import (
+    dqn_can_start,
+    dqn_decision,
+    dqn_live,
+    load_network,
+    shipped_weights,
+)
+from dlsched.heuristics.sched2_view import _gpus_only
 from dlsched.instance import Instance
 from dlsched.method_support import heuristic_method
 from dlsched.problems.sched2 import submitted_part
 from dlsched.registry import MethodSpec, register_method
+from dlsched.state import ViewPolicy, register_view_policy
 
 
 def dqn(instance: Instance, *, weights: str | None = None) -> Decision:
@@ -31,3 +39,5 @@ def dqn(instance: Instance, *, weights: str | None = None) -> Decision:
 register_method(MethodSpec("sched2", "dqn", "learned", heuristic_method(dqn, ("weights",)),
                            summary="learned job selection (deep-Q, Sec. III; one per-job "
                            "Q-network for any cluster), packing placement"))
+register_view_policy(ViewPolicy("sched2", "dqn", dqn_live, dqn_can_start, frozenset(),
+                                _gpus_only, stateful=True))  # the simulator's fast form

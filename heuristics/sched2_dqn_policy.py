@@ -39,11 +39,10 @@ from dlsched.heuristics.sched2_priority import (
     idle_per_server,
     priority_features,
 )
-from dlsched.heuristics.sched2_view import _gpus_only, some_job_fits
+from dlsched.heuristics.sched2_view import some_job_fits
 from dlsched.heuristics.weights import read_safetensors
 from dlsched.instance import Instance
 from dlsched.problems.sched2 import parse_sched2_params
-from dlsched.state import ViewPolicy, register_view_policy
 
 Q_FEATURES = (*FEATURES, "idle_share", "queue_load", "stop")
 """A row of the Q-network: the learned priority's job features, the pooled summary (share
@@ -240,9 +239,6 @@ def dqn_live(view, *, policy_state=None):
     return placer.decision(), policy_state
 
 
-def _can_start(view, **options) -> bool:
+def dqn_can_start(view, **options) -> bool:
+    """``dqn``'s ``can_start``: some waiting job's GPU count fits the idle GPUs."""
     return some_job_fits(view)
-
-
-register_view_policy(ViewPolicy("sched2", "dqn", dqn_live, _can_start, frozenset(),
-                                _gpus_only, stateful=True))

@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 
 from dlsched.decision import Decision, Placement
-from dlsched.heuristics.sched2_view import MAX_DELAYS, _gpus_only, _packing_live, some_job_fits
+from dlsched.heuristics.sched2_view import MAX_DELAYS, _packing_live
 from dlsched.problems.sched2 import locality_slowdown, parse_sched2_params
-from dlsched.state import ViewPolicy, register_view_policy
 
 
 class JobArrays:
@@ -143,7 +142,3 @@ def saf_live(view: Any, *, policy_state: JobArrays | None = None, backfill: bool
                     got_of[arrays.shapes[group[k]][0]])  # type: ignore[arg-type]
     return placer.decision(), arrays
 
-
-for _rule, _decide in (("dsif", dsif_live), ("saf", saf_live)):
-    register_view_policy(ViewPolicy("sched2", _rule, _decide, some_job_fits,
-                                    frozenset({"backfill"}), _gpus_only, stateful=True))

@@ -78,8 +78,10 @@ def test_sched2_stateful_view_policies(rule, seed):
                                             ("dqn", {})])
 @pytest.mark.parametrize("seed", [0, 4])
 def test_sched2_learned_view_policies(method, options, seed):
+    from dlsched.registry import get_method
     from dlsched.state import view_policy
 
+    get_method("sched2", method)  # imports the method's module, as the simulator does
     assert view_policy("sched2", method) is not None
     w = generate_sched2(seed=seed, jobs=150, servers=5, gpus_per_server=8, interarrival=25.0,
                         median_duration=600.0)
