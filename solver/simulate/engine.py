@@ -29,10 +29,9 @@ Two ways to call a policy:
   (``can_start``); it is not called then;
 * any other method sees a snapshot — an :class:`~dlsched.instance.Instance` at that time
   with the pending queue in arrival order and the running jobs (built lazily, with their
-  remaining time at the current rate). For problems with exclusive GPUs it is not called
-  when no pending job fits into the idle GPUs; a method with a start guard
-  (``dlsched.state.StartGuard``, e.g. Horus greedy and OBP) is not called when its guard
-  says that it cannot start anything.
+  remaining time at the current rate). It is not called when no pending job fits the idle
+  GPUs (exclusive GPUs) or its start guard (``dlsched.state.StartGuard``: Horus greedy,
+  OBP) says that it cannot start anything.
 
 Checks (``check``). ``"fast"`` (default): each decision is checked against the live state
 on the GPUs and servers it touches (``checks.check_live``: the validator's generic rules,
@@ -53,19 +52,13 @@ shorter prefixes by bisection. Feasibility is monotone in the prefix, so for an 
 method this is the longest feasible prefix; for a heuristic, the one it placed. Strict
 FIFO: a job never overtakes an earlier one that does not fit.
 
-Stepping (for agents and preempting policies). :meth:`_Engine.next_batch` applies the
-next event time's events and says whether a decision is due; :meth:`_Engine.view`,
-:meth:`_Engine.snapshot` show the state; :meth:`_Engine.apply` checks and applies a
-decision; :meth:`_Engine.end_batch` records the time series; :meth:`_Engine.result`
-closes the run. :meth:`_Engine.run` is that loop with the policy deciding.
+Stepping (agents, preempting policies): ``next_batch`` (the next event time; is a decision
+due?), ``view`` / ``snapshot``, ``apply``, ``end_batch``, ``result``; ``run`` is that loop.
 
-Requeue hook (PAB). A snapshot policy may return ``extra["requeue"]`` (running jobs to move
-back to the queue) and ``extra["watch_at"]`` (a time to be called again even with nothing
-pending; the current time only after a round that placed or requeued something).
-:meth:`_Engine.apply` checks the requeues (``checks.check_requeue``, in every check mode)
-and applies them before the placements: the job is released like a completion, its run is
-kept in ``JobRecord.attempts``, its progress is lost (it restarts from its full work) and
-it goes to the tail of the queue. ``checks.check_schedule`` counts the attempts' loads.
+Requeue hook (PAB; docs/simulator.md): ``extra["requeue"]`` (running jobs back to the
+queue's tail, checked by ``checks.check_requeue``, released like a completion, progress
+lost, the run kept in ``JobRecord.attempts``) and ``extra["watch_at"]`` (a time to be
+called again even with nothing pending).
 """
 
 from __future__ import annotations

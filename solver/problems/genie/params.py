@@ -3,7 +3,6 @@ rate model read from an instance (parsed once, checked with one-line input error
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...errors import InputError
+from ..params_cache import kept_per_object
 from .coefficients import ModelCoefficients, load_default_coefficients
 from .model import Platform, Task
 
@@ -30,28 +30,10 @@ class GenieParams:
     coefficients: Mapping[str, ModelCoefficients]
 
 
-_PARSED: dict[int, tuple[Mapping[str, Any], Mapping[str, Any], GenieParams]] = {}
-_PARSED_MAX = 64
-
-
+@kept_per_object
 def parse_genie_params(params: Mapping[str, Any]) -> GenieParams:
-    """Validate the ``params`` object of a GENIE instance.
-
-    A simulator and its policies parse the same object at every event: the result is kept
-    per object (with a deep copy, so an object changed in place is parsed again) and shared
-    by the callers, who only read it.
-    """
-    hit = _PARSED.get(id(params))
-    if hit is not None and hit[0] is params and hit[1] == params:
-        return hit[2]
-    parsed = _parse(params)
-    if len(_PARSED) >= _PARSED_MAX:
-        _PARSED.clear()
-    _PARSED[id(params)] = (params, copy.deepcopy(params), parsed)
-    return parsed
-
-
-def _parse(params: Mapping[str, Any]) -> GenieParams:
+    """Validate the ``params`` object of a GENIE instance (kept per object: a simulator
+    and its policies parse the same object at every event)."""
     known = {"theta", "coefficients"}
     for key in params:
         if key not in known:
@@ -98,7 +80,7 @@ def platform_of(instance: Instance, theta: float = DEFAULT_THETA) -> Platform:
     if hit is not None and hit[0] is cluster:
         return hit[1]
     platform = _platform(cluster, theta)
-    if len(_PLATFORMS) >= _PARSED_MAX:
+    if len(_PLATFORMS) >= 64:
         _PLATFORMS.clear()
     _PLATFORMS[(id(cluster), theta)] = (cluster, platform)
     return platform
