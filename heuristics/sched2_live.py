@@ -22,7 +22,8 @@ from dlsched.problems.sched2 import locality_slowdown, parse_sched2_params
 class JobArrays:
     """Per-job numbers of a run's workload by record index (built at a run's first call).
 
-    ``gpus``, ``duration``, ``submit``, ``sensitivity`` (float64), ``ids``,
+    ``gpus``, ``duration``, ``submit`` (the simulator's read-only workload columns),
+    ``sensitivity`` (float64), ``ids``,
     ``per_server`` = the largest server's GPU count, and ``shapes`` (the distinct
     (demand, sensitivity) pairs) with ``shape_key`` (each job's index into it).
     """
@@ -30,9 +31,10 @@ class JobArrays:
     def __init__(self, view: Any) -> None:
         jobs = view.workload_jobs
         params = parse_sched2_params(view.params)
-        self.gpus = np.array([float(j.num_gpus) for j in jobs])
-        self.duration = np.array([float(j.duration) for j in jobs])
-        self.submit = np.array([float(j.submit_time) for j in jobs])
+        columns = view.workload_columns
+        self.gpus = columns("num_gpus")
+        self.duration = columns("duration")
+        self.submit = columns("submit_time")
         self.sensitivity = np.array([params.sensitivity(j.model) for j in jobs])
         self.ids = [j.id for j in jobs]
         self.per_server = int(view.cluster.node_gpu_count.max())

@@ -15,6 +15,7 @@ from dlsched.heuristics.sched2_dqn_policy import (
     shipped_weights,
 )
 from dlsched.instances.sched2_gen import generate_sched2
+from dlsched.jobs import JobColumns
 from dlsched.simulate import Policy, simulate
 
 
@@ -23,6 +24,7 @@ class _View:
 
     def __init__(self, workload) -> None:
         self.workload_jobs = workload.jobs
+        self.workload_columns = JobColumns(workload.jobs)
         self.params = workload.params
         self.cluster = workload.cluster
 

@@ -38,7 +38,7 @@ class PendingQueue:
         self._cache: tuple[int, tuple[Job, ...]] | None = None
         self._index: tuple[int, dict[str, int]] | None = None
         self._records: tuple[int, np.ndarray] | None = None
-        self._whole = JobColumns(jobs)  # columns of every job, built when first asked
+        self.workload_columns = JobColumns(jobs)  # of every job, built when first asked
         self._columns: tuple[int, QueueColumns] | None = None
 
     def __len__(self) -> int:
@@ -121,10 +121,7 @@ class PendingQueue:
     def columns(self) -> QueueColumns:
         """Numeric fields of :meth:`jobs` as arrays (cached until the queue changes)."""
         if self._columns is None or self._columns[0] != self.version:
-            h = self._head
-            index = np.fromiter(compress(self._order[h:], self._alive[h:]), dtype=np.int64,
-                                count=len(self._pos))
-            self._columns = (self.version, QueueColumns(self._whole, index))
+            self._columns = (self.version, QueueColumns(self.workload_columns, self.records()))
         return self._columns[1]
 
     def min_demand(self) -> int | None:

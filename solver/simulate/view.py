@@ -177,6 +177,11 @@ class SimView:
         """Every job of the workload, by record index (read-only)."""
         return self._jobs
 
+    @property
+    def workload_columns(self) -> JobColumns:
+        """Numeric fields of every job of the workload as arrays, by record index."""
+        return self._queue.workload_columns
+
     def queue_columns(self) -> JobColumns:
         """Numeric fields of the pending jobs as arrays, in queue order."""
         return self._queue.columns()
