@@ -6,6 +6,8 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -74,50 +76,108 @@ class Instance:
         return JobColumns(self.jobs)
 
     @cached_property
+    def running_gpus(self) -> RunningGpus:
+        """The running jobs' GPUs as index arrays (:class:`RunningGpus`), built in one pass.
+
+        Raises ``KeyError`` for a GPU id the cluster lacks (:func:`check_instance` reports
+        it as bad input first).
+        """
+        return RunningGpus(self.running, self.cluster.gpu_index)
+
+    @cached_property
     def gpu_usage(self) -> tuple[np.ndarray, np.ndarray]:
         """(utilization in percent, memory in GB) in use on each GPU by running jobs."""
-        util = np.zeros(self.cluster.num_gpus)
-        mem = np.zeros(self.cluster.num_gpus)
-        index = self.cluster.gpu_index
-        for r in self.running:
-            for g in r.gpus:
-                util[index[g]] += r.gpu_util
-                mem[index[g]] += r.gpu_mem_gb
-        return util, mem
+        # bincount adds the weights in input order, as a loop over running jobs and
+        # their GPUs would: the sums are bit-identical to it.
+        rg, n = self.running_gpus, self.cluster.num_gpus
+        if not rg.gpu.size:
+            return np.zeros(n), np.zeros(n)
+        return (np.bincount(rg.gpu, weights=rg.column(1), minlength=n),
+                np.bincount(rg.gpu, weights=rg.column(2), minlength=n))
 
     @cached_property
     def gpu_busy(self) -> np.ndarray:
         """True for GPUs that hold at least one running job."""
         busy = np.zeros(self.cluster.num_gpus, dtype=bool)
-        index = self.cluster.gpu_index
-        for r in self.running:
-            busy[[index[g] for g in r.gpus]] = True
+        busy[self.running_gpus.gpu] = True
         return busy
 
     @cached_property
     def idle_by_server(self) -> tuple[tuple[int, ...], ...]:
         """Per server (cluster order), its idle GPU indices (no running job) in ascending
         order."""
-        busy = self.gpu_busy
-        return tuple(tuple(int(g) for g in gpus if not busy[g])
-                     for gpus in self.cluster.gpus_of_node)
+        # GPU indices are contiguous per server (Cluster.gpus_of_node), so the idle ones
+        # split by each server's idle count.
+        idle = np.flatnonzero(~self.gpu_busy)
+        ends = np.cumsum(np.bincount(self.cluster.gpu_node[idle],
+                                     minlength=self.cluster.num_nodes)).tolist()
+        flat = idle.tolist()
+        return tuple(tuple(flat[a:b]) for a, b in zip([0, *ends[:-1]], ends, strict=True))
 
     @cached_property
     def node_usage(self) -> tuple[np.ndarray, np.ndarray]:
         """(CPU, RAM in GB) in use on each server by running jobs."""
-        cpu = np.zeros(self.cluster.num_nodes)
-        ram = np.zeros(self.cluster.num_nodes)
+        n = self.cluster.num_nodes
+        rg = self.running_gpus
+        if not rg.node_extra:
+            if not rg.gpu.size:
+                return np.zeros(n), np.zeros(n)
+            node = self.cluster.gpu_node[rg.gpu]
+            return (np.bincount(node, weights=rg.column(3), minlength=n),
+                    np.bincount(node, weights=rg.column(4), minlength=n))
+        # node_cpu / node_ram_gb extras interleave with the per-GPU amounts: keep the
+        # loop's order of additions
+        cpu = np.zeros(n)
+        ram = np.zeros(n)
         index, node_of = self.cluster.gpu_index, self.cluster.gpu_node
         for r in self.running:
             for g in r.gpus:
-                n = node_of[index[g]]
-                cpu[n] += r.cpu_per_gpu
-                ram[n] += r.ram_gb_per_gpu
+                k = node_of[index[g]]
+                cpu[k] += r.cpu_per_gpu
+                ram[k] += r.ram_gb_per_gpu
             for node_id, amount in r.extra.get("node_cpu", {}).items():
                 cpu[self.cluster.node_index[node_id]] += amount
             for node_id, amount in r.extra.get("node_ram_gb", {}).items():
                 ram[self.cluster.node_index[node_id]] += amount
         return cpu, ram
+
+
+class RunningGpus:
+    """The running jobs of a snapshot as arrays, one entry per (running job, GPU) pair.
+
+    Attributes
+    ----------
+    gpu
+        GPU index of each pair, running jobs in order, each job's GPUs in its order.
+    owner
+        Index into ``running`` of each pair's job.
+    counts
+        GPUs listed per running job.
+    node_extra
+        Indices of the running jobs whose ``extra`` names ``node_cpu`` or ``node_ram_gb``.
+    """
+
+    _FIELDS = attrgetter("gpu_util", "gpu_mem_gb", "cpu_per_gpu", "ram_gb_per_gpu")
+
+    def __init__(self, running: tuple[RunningJob, ...], gpu_index: Mapping[str, int]) -> None:
+        self._running = running
+        self.gpu = np.array([gpu_index[g] for r in running for g in r.gpus], dtype=np.int64)
+        self.counts = np.array([len(r.gpus) for r in running], dtype=np.int64)
+        self.owner = np.repeat(np.arange(len(running), dtype=np.int64), self.counts)
+        self.node_extra = [i for i, r in enumerate(running)
+                           if r.extra and ("node_cpu" in r.extra or "node_ram_gb" in r.extra)]
+        self._per_job: np.ndarray | None = None
+
+    def column(self, k: int) -> np.ndarray:
+        """Per pair: its job's field ``k`` (0 = the job's index, 1 = gpu_util,
+        2 = gpu_mem_gb, 3 = cpu_per_gpu, 4 = ram_gb_per_gpu)."""
+        if k == 0:
+            return self.owner
+        if self._per_job is None:
+            self._per_job = np.fromiter(chain.from_iterable(map(self._FIELDS, self._running)),
+                                        dtype=float, count=4 * len(self._running)
+                                        ).reshape(-1, 4)
+        return self._per_job[self.owner, k - 1]
 
 
 # ---------------------------------------------------------------------- reading

@@ -79,6 +79,51 @@ def _check_references(instance: Instance) -> None:
                 field=f"jobs[{i}].containers",
                 fix="give every container of a job a unique id",
             )
+    if not _running_references_ok(instance):
+        _raise_running_reference(instance)
+    util, mem = instance.gpu_usage
+    over = np.flatnonzero(mem > instance.cluster.gpu_mem_gb + 1e-9)
+    if over.size:
+        g = instance.cluster.gpu_ids[over[0]]
+        raise InputError(
+            f"running jobs use {mem[over[0]]:g} GB on GPU {g!r}, more than it has",
+            field="running",
+            fix="fix the running jobs' gpu_mem_gb",
+        )
+    cpu, ram = instance.node_usage
+    for used, cap, name in (
+        (cpu, instance.cluster.node_cpu, "cpu"),
+        (ram, instance.cluster.node_ram_gb, "ram_gb"),
+    ):
+        over = np.flatnonzero(used > cap + 1e-9)
+        if over.size:
+            n = instance.cluster.node_ids[over[0]]
+            raise InputError(
+                f"running jobs use {used[over[0]]:g} {name} on node {n!r}, more than it has",
+                field="running",
+                fix=f"fix the running jobs' {name} requests",
+            )
+
+
+def _running_references_ok(instance: Instance) -> bool:
+    """Whether every running job names known GPUs (each once) and known nodes, in a few
+    array steps; :func:`_raise_running_reference` finds and reports the first fault."""
+    try:
+        rg = instance.running_gpus
+    except KeyError:
+        return False
+    if rg.gpu.size:
+        pairs = rg.owner * instance.cluster.num_gpus + rg.gpu
+        if np.unique(pairs).size != pairs.size:
+            return False
+    node_index = instance.cluster.node_index
+    return all(node_id in node_index for i in rg.node_extra
+               for key in ("node_cpu", "node_ram_gb")
+               for node_id in instance.running[i].extra.get(key, {}))
+
+
+def _raise_running_reference(instance: Instance) -> None:
+    """Raise the InputError for the first running job with a bad GPU or node reference."""
     gpu_index = instance.cluster.gpu_index
     for i, r in enumerate(instance.running):
         for k, g in enumerate(r.gpus):
@@ -102,28 +147,7 @@ def _check_references(instance: Instance) -> None:
                         field=f"running[{i}].extra.{key}",
                         fix="use a node id listed under cluster.nodes",
                     )
-    util, mem = instance.gpu_usage
-    over = np.flatnonzero(mem > instance.cluster.gpu_mem_gb + 1e-9)
-    if over.size:
-        g = instance.cluster.gpu_ids[over[0]]
-        raise InputError(
-            f"running jobs use {mem[over[0]]:g} GB on GPU {g!r}, more than it has",
-            field="running",
-            fix="fix the running jobs' gpu_mem_gb",
-        )
-    cpu, ram = instance.node_usage
-    for used, cap, name in (
-        (cpu, instance.cluster.node_cpu, "cpu"),
-        (ram, instance.cluster.node_ram_gb, "ram_gb"),
-    ):
-        over = np.flatnonzero(used > cap + 1e-9)
-        if over.size:
-            n = instance.cluster.node_ids[over[0]]
-            raise InputError(
-                f"running jobs use {used[over[0]]:g} {name} on node {n!r}, more than it has",
-                field="running",
-                fix=f"fix the running jobs' {name} requests",
-            )
+    raise AssertionError("_running_references_ok found a fault this scan does not")
 
 
 def load_instance(path: str | Path) -> Instance:
