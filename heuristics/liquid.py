@@ -45,7 +45,7 @@ import numpy as np
 from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.method_support import heuristic_method
-from dlsched.problems.liquid import EPS, LiquidData, decision_from_assignment, liquid_data
+from dlsched.problems.liquid import LiquidData, decision_from_assignment, liquid_data
 from dlsched.registry import (
     BOOL,
     MethodSpec,
@@ -61,13 +61,26 @@ UNSET = -1
 
 @dataclass
 class NodeLoads:
-    """Container loads per server: GPUs by memory level, CPU and RAM."""
+    """Container loads per server: GPUs by memory level, CPU and RAM.
+
+    ``room[l, n]`` is min over levels l' <= l of ``level_cap[n, l'] - gpu[n, l']``: a
+    container needing level l and g GPUs fits server n's GPUs iff ``g <= room[l, n]``
+    (integers: the same booleans as checking every level), kept up to date by
+    :meth:`add` and :meth:`remove` for the one server they touch, so :meth:`fits` is a few
+    array steps over the servers, not one per level.
+    """
 
     data: LiquidData
     gpu: np.ndarray  # [N, L] GPUs taken by containers needing >= level l
     cpu: np.ndarray  # [N]
     ram: np.ndarray  # [N]
     count: np.ndarray  # [N] containers placed
+    room: np.ndarray | None = None  # [L, N] (see above); built from gpu when None
+
+    def __post_init__(self) -> None:
+        if self.room is None:
+            self.room = np.ascontiguousarray(
+                np.minimum.accumulate((self.data.level_cap - self.gpu).T, axis=0))
 
     @classmethod
     def empty(cls, data: LiquidData) -> NodeLoads:
@@ -82,13 +95,16 @@ class NodeLoads:
             loads.add(int(c), int(assign[c]))
         return loads
 
+    def copy(self) -> NodeLoads:
+        return NodeLoads(self.data, self.gpu.copy(), self.cpu.copy(), self.ram.copy(),
+                         self.count.copy(), self.room.copy())
+
     def fits(self, c: int) -> np.ndarray:
         """[N] servers that can still take container ``c``."""
         d = self.data
-        lev = d.c_level[c] + 1
-        ok = ((self.gpu[:, :lev] + d.c_gpus[c]) <= d.level_cap[:, :lev]).all(axis=1)
-        ok &= self.cpu + d.c_cpu[c] <= d.free_cpu + EPS
-        ok &= self.ram + d.c_ram[c] <= d.free_ram + EPS
+        ok = self.room[d.c_level[c]] >= d.c_gpus[c]
+        ok &= self.cpu + d.c_cpu[c] <= d.cpu_limit
+        ok &= self.ram + d.c_ram[c] <= d.ram_limit
         return ok
 
     def add(self, c: int, n: int) -> None:
@@ -97,6 +113,7 @@ class NodeLoads:
         self.cpu[n] += d.c_cpu[c]
         self.ram[n] += d.c_ram[c]
         self.count[n] += 1
+        self._room_of(n)
 
     def remove(self, c: int, n: int) -> None:
         d = self.data
@@ -104,6 +121,10 @@ class NodeLoads:
         self.cpu[n] -= d.c_cpu[c]
         self.ram[n] -= d.c_ram[c]
         self.count[n] -= 1
+        self._room_of(n)
+
+    def _room_of(self, n: int) -> None:
+        self.room[:, n] = np.minimum.accumulate(self.data.level_cap[n] - self.gpu[n])
 
     def free_gpus(self) -> np.ndarray:
         return self.data.level_cap[:, 0] - self.gpu[:, 0]

@@ -60,8 +60,7 @@ class _Round:
         other.data = self.data
         other.dynamic = self.dynamic
         other.assign = self.assign.copy()
-        other.loads = NodeLoads(self.data, self.loads.gpu.copy(), self.loads.cpu.copy(),
-                                self.loads.ram.copy(), self.loads.count.copy())
+        other.loads = self.loads.copy()
         return other
 
     def place(self, c: int, n: int) -> None:
@@ -100,19 +99,19 @@ def _dynamic_terms(data: LiquidData, rnd: _Round, j: int) -> tuple[np.ndarray, n
 
 
 def _job_pairs(data: LiquidData, j: int) -> np.ndarray:
-    sl = data.job_slices[j]
-    return np.flatnonzero((data.pair_p >= sl.start) & (data.pair_p < sl.stop))
+    return data.job_pairs[j]
 
 
 def job_cost(data: LiquidData, j: int, nodes: np.ndarray, lin: np.ndarray,
              node_coef: np.ndarray) -> float:
     """Score of job j placed on ``nodes`` (one server index per container of the job)."""
     sl = data.job_slices[j]
-    k = _job_pairs(data, j)
+    k = data.job_pairs[j]
     net = float(data.pair_coef[k] @ data.dist[nodes[data.pair_p[k] - sl.start],
                                               nodes[data.pair_w[k] - sl.start]])
     own = float(lin[np.arange(len(nodes)), nodes].sum())
-    return net + own + float(node_coef[np.unique(nodes)].sum())
+    servers = sorted(set(nodes.tolist()))  # np.unique's servers, without its overhead
+    return net + own + float(node_coef[servers].sum())
 
 
 def _levels_fit(gpu: np.ndarray, need: Sequence, cap: np.ndarray, levels: int) -> np.ndarray:
@@ -125,7 +124,8 @@ def _levels_fit(gpu: np.ndarray, need: Sequence, cap: np.ndarray, levels: int) -
 
 
 def _fits(data: LiquidData, loads: NodeLoads, c: int) -> np.ndarray:
-    """``loads.fits(c)`` (:class:`NodeLoads`), the same booleans, with :func:`_levels_fit`."""
+    """``loads.fits(c)`` written out level by level with :func:`_levels_fit` (the
+    reference :meth:`NodeLoads.fits` must agree with; the methods call ``loads.fits``)."""
     levels = int(data.c_level[c]) + 1
     ok = _levels_fit(loads.gpu, [data.c_gpus[c]] * levels, data.level_cap, levels)
     ok &= loads.cpu + data.c_cpu[c] <= data.free_cpu + EPS
@@ -155,8 +155,9 @@ def best_job_plan(data: LiquidData, rnd: _Round, j: int) -> np.ndarray | None:
     best, best_cost = None, np.inf
     whole = np.flatnonzero(_fits_whole(data, rnd.loads, j))
     if len(whole):
-        # on one server every pair's distance is 0: the cost is the linear terms
-        costs = lin[:, whole].sum(axis=0) + node_coef[whole]
+        # on one server every pair's distance is 0: the cost is the linear terms (summed
+        # over the job's rows for every server, then read where it fits: the same sums)
+        costs = (lin.sum(axis=0) + node_coef)[whole]
         k = int(np.argmin(costs))
         best, best_cost = np.full(size, whole[k], dtype=np.int64), float(costs[k])
     split = _split_plan(data, rnd, j, lin, node_coef)
@@ -171,25 +172,34 @@ def _split_plan(data: LiquidData, rnd: _Round, j: int, lin: np.ndarray,
                 node_coef: np.ndarray) -> np.ndarray | None:
     """Workers first, each on its cheapest server, then each PS given its workers."""
     sl = data.job_slices[j]
-    idx = np.arange(sl.start, sl.stop)
-    order = list(idx[~data.c_ps[idx]]) + list(idx[data.c_ps[idx]])
-    trial = rnd.copy()
+    ps = data.c_ps[sl]
+    idx = range(sl.start, sl.stop)
+    order = [c for c, p in zip(idx, ps.tolist(), strict=True) if not p] + \
+        [c for c, p in zip(idx, ps.tolist(), strict=True) if p]
+    loads = rnd.loads.copy()
+    assign = rnd.assign.copy()
     nodes = np.full(len(idx), UNSET, dtype=np.int64)
-    used = np.zeros(data.num_nodes, dtype=bool)
-    mine = _job_pairs(data, j)  # a container's pairs are pairs of its own job
+    # the per-server term: node_coef, 0 on the servers the job already uses
+    coef = node_coef
+    mine = data.job_pairs[j]  # a container's pairs are pairs of its own job
+    sides = [(partners, own[mine], partners[mine]) for partners, own in
+             ((data.pair_w, data.pair_p), (data.pair_p, data.pair_w))]
     for c in order:
-        cand = np.flatnonzero(_fits(data, trial.loads, int(c)))
+        cand = np.flatnonzero(loads.fits(c))
         if not len(cand):
             return None
-        cost = lin[c - sl.start] + (np.where(used, 0.0, node_coef) if used.any() else node_coef)
-        for partners, own in ((data.pair_w, data.pair_p), (data.pair_p, data.pair_w)):
-            k = mine[(own[mine] == c) & (trial.assign[partners[mine]] >= 0)]
+        cost = lin[c - sl.start] + coef
+        for partners, own_m, partners_m in sides:
+            k = mine[(own_m == c) & (assign[partners_m] >= 0)]
             if len(k):
-                cost += data.pair_coef[k] @ data.dist[trial.assign[partners[k]]]
+                cost += data.pair_coef[k] @ data.dist[assign[partners[k]]]
         n = int(cand[np.argmin(cost[cand])])
-        trial.place(int(c), n)
+        assign[c] = n
+        loads.add(c, n)
         nodes[c - sl.start] = n
-        used[n] = True
+        if coef is node_coef:
+            coef = node_coef.copy()
+        coef[n] = 0.0
     return nodes
 
 

@@ -120,6 +120,23 @@ class LiquidData:
         return self.instance.cluster.num_nodes
 
     @cached_property
+    def job_pairs(self) -> tuple[np.ndarray, ...]:
+        """Per job, the indices of its PS-worker pairs (ascending; pairs are numbered job
+        by job)."""
+        return tuple(np.flatnonzero((self.pair_p >= sl.start) & (self.pair_p < sl.stop))
+                     for sl in self.job_slices)
+
+    @cached_property
+    def cpu_limit(self) -> np.ndarray:
+        """[N] ``free_cpu + EPS``: a server takes CPU up to it (computed once)."""
+        return self.free_cpu + EPS
+
+    @cached_property
+    def ram_limit(self) -> np.ndarray:
+        """[N] ``free_ram + EPS``."""
+        return self.free_ram + EPS
+
+    @cached_property
     def alone_fits(self) -> np.ndarray:
         """[C, N] True where a container fits on an otherwise idle (this round) server."""
         need = self.c_gpus[:, None] <= self.level_cap[:, self.c_level].T
