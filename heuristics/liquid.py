@@ -63,11 +63,11 @@ UNSET = -1
 class NodeLoads:
     """Container loads per server: GPUs by memory level, CPU and RAM.
 
-    ``room[l, n]`` is min over levels l' <= l of ``level_cap[n, l'] - gpu[n, l']``: a
-    container needing level l and g GPUs fits server n's GPUs iff ``g <= room[l, n]``
-    (integers: the same booleans as checking every level), kept up to date by
-    :meth:`add` and :meth:`remove` for the one server they touch, so :meth:`fits` is a few
-    array steps over the servers, not one per level.
+    ``free[l, n]`` is ``level_cap[n, l] - gpu[n, l]`` and ``room[l, n]`` its minimum over
+    levels l' <= l: a container needing level l and g GPUs fits server n's GPUs iff
+    ``g <= room[l, n]`` (integers: the same booleans as checking every level). Both are
+    kept up to date by :meth:`add` and :meth:`remove` for the one server they touch, so
+    :meth:`fits` is a few array steps over the servers, not one per level.
     """
 
     data: LiquidData
@@ -75,12 +75,13 @@ class NodeLoads:
     cpu: np.ndarray  # [N]
     ram: np.ndarray  # [N]
     count: np.ndarray  # [N] containers placed
-    room: np.ndarray | None = None  # [L, N] (see above); built from gpu when None
+    free: np.ndarray | None = None  # [L, N] (see above); built from gpu when None
+    room: np.ndarray | None = None  # [L, N]
 
     def __post_init__(self) -> None:
-        if self.room is None:
-            self.room = np.ascontiguousarray(
-                np.minimum.accumulate((self.data.level_cap - self.gpu).T, axis=0))
+        if self.free is None or self.room is None:
+            self.free = np.ascontiguousarray((self.data.level_cap - self.gpu).T)
+            self.room = np.minimum.accumulate(self.free, axis=0)
 
     @classmethod
     def empty(cls, data: LiquidData) -> NodeLoads:
@@ -97,7 +98,7 @@ class NodeLoads:
 
     def copy(self) -> NodeLoads:
         return NodeLoads(self.data, self.gpu.copy(), self.cpu.copy(), self.ram.copy(),
-                         self.count.copy(), self.room.copy())
+                         self.count.copy(), self.free.copy(), self.room.copy())
 
     def fits(self, c: int) -> np.ndarray:
         """[N] servers that can still take container ``c``."""
@@ -105,6 +106,17 @@ class NodeLoads:
         ok = self.room[d.c_level[c]] >= d.c_gpus[c]
         ok &= self.cpu + d.c_cpu[c] <= d.cpu_limit
         ok &= self.ram + d.c_ram[c] <= d.ram_limit
+        return ok
+
+    def fits_all(self, need: np.ndarray, cpu: float, ram: float) -> np.ndarray:
+        """[N] servers that can take ``need[l]`` more GPUs needing level l or above (for
+        every level), ``cpu`` and ``ram``."""
+        d = self.data
+        ok = self.free[0] >= need[0]
+        for lev in range(1, len(need)):
+            ok &= self.free[lev] >= need[lev]
+        ok &= self.cpu + cpu <= d.cpu_limit
+        ok &= self.ram + ram <= d.ram_limit
         return ok
 
     def add(self, c: int, n: int) -> None:
@@ -124,7 +136,38 @@ class NodeLoads:
         self._room_of(n)
 
     def _room_of(self, n: int) -> None:
-        self.room[:, n] = np.minimum.accumulate(self.data.level_cap[n] - self.gpu[n])
+        col = self.data.level_cap[n] - self.gpu[n]
+        self.free[:, n] = col
+        self.room[:, n] = np.minimum.accumulate(col)
+
+    def fits_after(self, c: int, n: int, added: list[int]) -> bool:
+        """Whether container c fits server n once the containers ``added`` are added there
+        in that order, these loads unchanged (the numbers :meth:`add` then :meth:`fits`
+        would compute, one server's worth)."""
+        d = self.data
+        gpu = self.gpu[n].copy()
+        cpu, ram = self.cpu[n], self.ram[n]
+        for a in added:
+            gpu[: d.c_level[a] + 1] += d.c_gpus[a]
+            cpu += d.c_cpu[a]
+            ram += d.c_ram[a]
+        lev = d.c_level[c] + 1
+        return bool((d.level_cap[n, :lev] - gpu[:lev]).min() >= d.c_gpus[c]
+                    and cpu + d.c_cpu[c] <= d.cpu_limit[n]
+                    and ram + d.c_ram[c] <= d.ram_limit[n])
+
+    def save(self, n: int) -> tuple:
+        """Server n's loads as they are (:meth:`restore` puts them back exactly, where
+        removing what was added could leave a rounding residue in CPU and RAM)."""
+        return (n, self.gpu[n].copy(), self.cpu[n], self.ram[n], self.count[n],
+                self.free[:, n].copy(), self.room[:, n].copy())
+
+    def restore(self, saved: tuple) -> None:
+        n, gpu, cpu, ram, count, free, room = saved
+        self.gpu[n] = gpu
+        self.cpu[n], self.ram[n], self.count[n] = cpu, ram, count
+        self.free[:, n] = free
+        self.room[:, n] = room
 
     def free_gpus(self) -> np.ndarray:
         return self.data.level_cap[:, 0] - self.gpu[:, 0]

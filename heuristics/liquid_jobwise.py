@@ -54,6 +54,10 @@ class _Round:
         self.assign = (np.full(data.num_containers, UNSET, dtype=np.int64)
                        if assign is None else assign.copy())
         self.loads = NodeLoads.of(data, self.assign)
+        # best-fit's per-server term with every placed container's GPUs counted, kept
+        # between jobs and recomputed at the servers place/remove_job touched since
+        self.coef: np.ndarray | None = None
+        self.touched: set[int] = set()
 
     def copy(self) -> _Round:
         other = _Round.__new__(_Round)
@@ -61,22 +65,46 @@ class _Round:
         other.dynamic = self.dynamic
         other.assign = self.assign.copy()
         other.loads = self.loads.copy()
+        other.coef = None if self.coef is None else self.coef.copy()
+        other.touched = set(self.touched)
         return other
 
     def place(self, c: int, n: int) -> None:
         self.assign[c] = n
         self.loads.add(c, n)
+        self.touched.add(n)
 
     def remove_job(self, j: int) -> None:
         sl = self.data.job_slices[j]
         for c in range(sl.start, sl.stop):
             if self.assign[c] >= 0:
                 self.loads.remove(c, int(self.assign[c]))
+                self.touched.add(int(self.assign[c]))
                 self.assign[c] = UNSET
+
+    def dynamic_coef(self) -> np.ndarray:
+        """``node_coef - (1 - λ) · GPUs placed / total`` per server (paper objective), all
+        placed containers counted: computed once, then only where the loads changed (the
+        same numbers elementwise). Read-only for callers."""
+        d = self.data
+        scale = 1.0 - d.params.lam
+        if self.coef is None:
+            self.coef = d.node_coef - scale * (self.loads.gpu[:, 0].astype(float)
+                                               / d.total_gpus)
+        else:
+            for n in self.touched:
+                self.coef[n] = d.node_coef[n] - scale * (float(self.loads.gpu[n, 0])
+                                                         / d.total_gpus[n])
+        self.touched.clear()
+        return self.coef
 
     def round_gpus(self, exclude_job: int) -> np.ndarray:
         """[N] GPUs taken this round by jobs other than ``exclude_job``."""
         d = self.data
+        if not (self.assign[d.job_slices[exclude_job]] >= 0).any():
+            # every placed container counts: the loads' level-0 column holds their GPUs
+            # per server (integers, so the same floats as the sum below)
+            return self.loads.gpu[:, 0].astype(float)
         mask = (self.assign >= 0) & (d.c_job != exclude_job)
         return np.bincount(self.assign[mask], weights=d.c_gpus[mask],
                            minlength=d.num_nodes)
@@ -88,6 +116,8 @@ def _dynamic_terms(data: LiquidData, rnd: _Round, j: int) -> tuple[np.ndarray, n
     sl = data.job_slices[j]
     if not rnd.dynamic:
         return data.lin[sl], data.node_coef
+    if data.params.objective == "paper" and not (rnd.assign[sl] >= 0).any():
+        return data.lin[sl], rnd.dynamic_coef()  # the same numbers as below
     extra = rnd.round_gpus(j) / data.total_gpus
     lam = data.params.lam
     if data.params.objective == "paper":  # lin unchanged: the data's rows (read here only)
@@ -135,16 +165,7 @@ def _fits(data: LiquidData, loads: NodeLoads, c: int) -> np.ndarray:
 
 def _fits_whole(data: LiquidData, loads: NodeLoads, j: int) -> np.ndarray:
     """[N] servers that can take every container of job j at once."""
-    sl = data.job_slices[j]
-    idx = np.arange(sl.start, sl.stop)
-    levels = data.level_cap.shape[1]
-    need = np.zeros(levels, dtype=np.int64)
-    for c in idx:
-        need[: data.c_level[c] + 1] += data.c_gpus[c]
-    ok = _levels_fit(loads.gpu, need, data.level_cap, levels)
-    ok &= loads.cpu + data.c_cpu[idx].sum() <= data.free_cpu + 1e-9
-    ok &= loads.ram + data.c_ram[idx].sum() <= data.free_ram + 1e-9
-    return ok
+    return loads.fits_all(*data.job_needs[j])
 
 
 def best_job_plan(data: LiquidData, rnd: _Round, j: int) -> np.ndarray | None:
@@ -153,13 +174,12 @@ def best_job_plan(data: LiquidData, rnd: _Round, j: int) -> np.ndarray | None:
     size = sl.stop - sl.start
     lin, node_coef = _dynamic_terms(data, rnd, j)
     best, best_cost = None, np.inf
-    whole = np.flatnonzero(_fits_whole(data, rnd.loads, j))
-    if len(whole):
-        # on one server every pair's distance is 0: the cost is the linear terms (summed
-        # over the job's rows for every server, then read where it fits: the same sums)
-        costs = (lin.sum(axis=0) + node_coef)[whole]
-        k = int(np.argmin(costs))
-        best, best_cost = np.full(size, whole[k], dtype=np.int64), float(costs[k])
+    # on one server every pair's distance is 0: the cost is the linear terms (summed over
+    # the job's rows for every server: the same sums as over the servers that fit)
+    costs = lin.sum(axis=0) + node_coef
+    n = _cheapest(costs, _fits_whole(data, rnd.loads, j))
+    if n is not None:
+        best, best_cost = np.full(size, n, dtype=np.int64), float(costs[n])
     split = _split_plan(data, rnd, j, lin, node_coef)
     if split is not None:
         cost = job_cost(data, j, split, lin, node_coef)
@@ -176,31 +196,47 @@ def _split_plan(data: LiquidData, rnd: _Round, j: int, lin: np.ndarray,
     idx = range(sl.start, sl.stop)
     order = [c for c, p in zip(idx, ps.tolist(), strict=True) if not p] + \
         [c for c, p in zip(idx, ps.tolist(), strict=True) if p]
-    loads = rnd.loads.copy()
+    # the round's loads stay as they are: where the job's earlier containers went, the
+    # fit is recomputed with them added (fits_after)
+    loads = rnd.loads
     assign = rnd.assign.copy()
     nodes = np.full(len(idx), UNSET, dtype=np.int64)
+    added: dict[int, list[int]] = {}
     # the per-server term: node_coef, 0 on the servers the job already uses
     coef = node_coef
-    mine = data.job_pairs[j]  # a container's pairs are pairs of its own job
-    sides = [(partners, own[mine], partners[mine]) for partners, own in
-             ((data.pair_w, data.pair_p), (data.pair_p, data.pair_w))]
     for c in order:
-        cand = np.flatnonzero(loads.fits(c))
-        if not len(cand):
-            return None
+        ok = loads.fits(c)
+        for m, here in added.items():
+            ok[m] = loads.fits_after(c, m, here)
         cost = lin[c - sl.start] + coef
-        for partners, own_m, partners_m in sides:
-            k = mine[(own_m == c) & (assign[partners_m] >= 0)]
-            if len(k):
-                cost += data.pair_coef[k] @ data.dist[assign[partners[k]]]
-        n = int(cand[np.argmin(cost[cand])])
+        # its pairs as the PS, then as the worker, whose partner is placed (pair order)
+        for partners, pairs in ((data.pair_w, data.pairs_as_ps[c]),
+                                (data.pair_p, data.pairs_as_worker[c])):
+            if len(pairs):
+                k = pairs[assign[partners[pairs]] >= 0]
+                if len(k):
+                    cost += data.pair_coef[k] @ data.dist[assign[partners[k]]]
+        n = _cheapest(cost, ok)
+        if n is None:
+            return None
+        added.setdefault(n, []).append(c)
         assign[c] = n
-        loads.add(c, n)
         nodes[c - sl.start] = n
         if coef is node_coef:
             coef = node_coef.copy()
         coef[n] = 0.0
     return nodes
+
+
+def _cheapest(cost: np.ndarray, ok: np.ndarray) -> int | None:
+    """``cand[argmin(cost[cand])]`` for ``cand = flatnonzero(ok)`` (None when empty): the
+    first server of least cost among those that fit. Overwrites ``cost`` where not ok."""
+    cost[~ok] = np.inf
+    n = int(np.argmin(cost))
+    if ok[n]:
+        return n
+    cand = np.flatnonzero(ok)  # none fits, or every one that fits costs +inf
+    return int(cand[np.argmin(cost[cand])]) if len(cand) else None
 
 
 def place_jobs(data: LiquidData, rnd: _Round, jobs: list[int]) -> bool:

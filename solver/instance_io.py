@@ -113,8 +113,8 @@ def _running_references_ok(instance: Instance) -> bool:
     except KeyError:
         return False
     if rg.gpu.size:
-        pairs = rg.owner * instance.cluster.num_gpus + rg.gpu
-        if np.unique(pairs).size != pairs.size:
+        pairs = np.sort(rg.owner * instance.cluster.num_gpus + rg.gpu)
+        if (pairs[1:] == pairs[:-1]).any():  # (np.unique is ~20x slower here)
             return False
     node_index = instance.cluster.node_index
     return all(node_id in node_index for i in rg.node_extra

@@ -127,6 +127,32 @@ class LiquidData:
                      for sl in self.job_slices)
 
     @cached_property
+    def pairs_as_ps(self) -> tuple[np.ndarray, ...]:
+        """Per container, the (ascending) indices of the pairs it is the PS of."""
+        return self._pairs_by(self.pair_p)
+
+    @cached_property
+    def pairs_as_worker(self) -> tuple[np.ndarray, ...]:
+        """Per container, the (ascending) indices of the pairs it is the worker of."""
+        return self._pairs_by(self.pair_w)
+
+    def _pairs_by(self, side: np.ndarray) -> tuple[np.ndarray, ...]:
+        order = np.argsort(side, kind="stable")
+        ends = np.cumsum(np.bincount(side, minlength=self.num_containers)).tolist()
+        return tuple(order[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True))
+
+    @cached_property
+    def job_needs(self) -> tuple[tuple[np.ndarray, float, float], ...]:
+        """Per job: (GPUs it needs at each memory level or above, its CPU, its RAM)."""
+        out = []
+        for sl in self.job_slices:
+            need = np.zeros(self.level_cap.shape[1], dtype=np.int64)
+            for c in range(sl.start, sl.stop):
+                need[: self.c_level[c] + 1] += self.c_gpus[c]
+            out.append((need, self.c_cpu[sl].sum(), self.c_ram[sl].sum()))
+        return tuple(out)
+
+    @cached_property
     def cpu_limit(self) -> np.ndarray:
         """[N] ``free_cpu + EPS``: a server takes CPU up to it (computed once)."""
         return self.free_cpu + EPS
