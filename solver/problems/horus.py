@@ -31,7 +31,7 @@ otherwise (f is convex with f(0) = 0, hence superadditive).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -61,7 +61,7 @@ class HorusCosts:
     base_util: np.ndarray  # [G] UR_util in percent
     job_util: np.ndarray  # [J] GUtil in percent
     job_gpus: np.ndarray  # [J] requested GPUs
-    functions: tuple[InterferenceFunction, ...]  # [G]
+    functions: Sequence[InterferenceFunction]  # [G]
     penalty: float
 
     def f(self, g: int, util_pct: float) -> float:
@@ -79,7 +79,7 @@ def horus_costs(instance: Instance, *, matrix: bool = True) -> HorusCosts:
     job_mem = np.array([j.gpu_mem_gb for j in instance.jobs], dtype=float)
     job_util = np.array([j.gpu_util for j in instance.jobs], dtype=float)
     job_gpus = np.array([j.num_gpus for j in instance.jobs], dtype=np.int64)
-    functions = tuple(map(p.interference.__getitem__, c.gpu_type))
+    functions = _GpuFunctions(p.interference, c.gpu_type)
     cost = share_costs(p, c.gpu_type, cap, util, mem, job_util, job_mem) if matrix else None
     base = np.empty(len(util))
     for name, cols in _type_columns(c.gpu_type):  # one vectorized call per GPU type
@@ -91,6 +91,22 @@ def horus_costs(instance: Instance, *, matrix: bool = True) -> HorusCosts:
         else _default_penalty(p, instance, functions, job_mem, job_util, job_gpus)
     )
     return HorusCosts(p, cost, base, util, job_util, job_gpus, functions, penalty)
+
+
+class _GpuFunctions(Sequence):
+    """f of each GPU (its type's), looked up when read: no per-GPU tuple per call."""
+
+    def __init__(self, interference: Mapping[str, InterferenceFunction],
+                 gpu_type: tuple[str, ...]) -> None:
+        self._interference, self._gpu_type = interference, gpu_type
+
+    def __len__(self) -> int:
+        return len(self._gpu_type)
+
+    def __getitem__(self, g):  # type: ignore[override]
+        if isinstance(g, slice):
+            return tuple(self._interference[t] for t in self._gpu_type[g])
+        return self._interference[self._gpu_type[g]]
 
 
 @lru_cache(maxsize=16)
@@ -174,15 +190,58 @@ class HorusBreakdown:
         return self.placement_cost + self.penalty * self.unplaced_gpus
 
 
+_PAIRS_AT_ONCE = 512
+"""Most (job, GPU) pairs :func:`_paper_total` prices in one [pairs, pairs] call."""
+
+
+def _paper_total(instance: Instance, decision: Decision,
+                 costs: HorusCosts) -> tuple[float, set[str]] | None:
+    """The paper cost model's placement cost (and the placed jobs) with one
+    :func:`share_costs` call for every placed (job, GPU) pair, its diagonal read (the
+    formula is elementwise: the numbers of one call per placement), summed in placement
+    then GPU order like the loop of :func:`horus_breakdown`. None above
+    :data:`_PAIRS_AT_ONCE` pairs (that loop then runs)."""
+    cluster, jobs = instance.cluster, instance.jobs
+    index = cluster.gpu_index
+    pair_jobs: list[int] = []
+    pair_gpus: list[int] = []
+    placed = set()
+    for pl in decision.placements:
+        j = instance.job_index[pl.job]
+        placed.add(pl.job)
+        pair_gpus.extend(index[gid] for gid in pl.gpus)
+        pair_jobs.extend([j] * len(pl.gpus))
+    if len(pair_gpus) > _PAIRS_AT_ONCE:
+        return None
+    if not pair_gpus:
+        return 0.0, placed
+    util, mem = instance.gpu_usage
+    rows = np.array(pair_jobs, dtype=np.int64)
+    job_mem = np.array([jobs[j].gpu_mem_gb for j in pair_jobs], dtype=float)
+    matrix = share_costs(costs.params, cluster.gpu_type, cluster.gpu_mem_gb, util, mem,
+                         costs.job_util[rows], job_mem,
+                         gpus=np.array(pair_gpus, dtype=np.int64))
+    total = 0.0
+    for value in np.diagonal(matrix).tolist():
+        total += value
+    return total, placed
+
+
 def horus_breakdown(instance: Instance, decision: Decision) -> HorusBreakdown:
     """Placement cost, unplaced GPU requests and penalty of a decision."""
     costs = horus_costs(instance, matrix=False)
     cluster = instance.cluster
     util, mem = instance.gpu_usage
     total = 0.0
+    placed = set()
+    if costs.params.cost_model == "paper":
+        summed = _paper_total(instance, decision, costs)
+        if summed is not None:
+            total, placed = summed
+            unplaced = sum(j.num_gpus for j in instance.jobs if j.id not in placed)
+            return HorusBreakdown(float(total), int(unplaced), costs.penalty)
     added_util = np.zeros(cluster.num_gpus)
     touched = np.zeros(cluster.num_gpus, dtype=bool)
-    placed = set()
     for pl in decision.placements:
         j = instance.job_index[pl.job]
         placed.add(pl.job)
