@@ -135,11 +135,9 @@ def _job_pairs(data: LiquidData, j: int) -> np.ndarray:
 def job_cost(data: LiquidData, j: int, nodes: np.ndarray, lin: np.ndarray,
              node_coef: np.ndarray) -> float:
     """Score of job j placed on ``nodes`` (one server index per container of the job)."""
-    sl = data.job_slices[j]
-    k = data.job_pairs[j]
-    net = float(data.pair_coef[k] @ data.dist[nodes[data.pair_p[k] - sl.start],
-                                              nodes[data.pair_w[k] - sl.start]])
-    own = float(lin[np.arange(len(nodes)), nodes].sum())
+    coef, ps, workers, rows = data.job_pair_terms[j]
+    net = float(coef @ data.dist[nodes[ps], nodes[workers]])
+    own = float(lin[rows, nodes].sum())
     servers = sorted(set(nodes.tolist()))  # np.unique's servers, without its overhead
     return net + own + float(node_coef[servers].sum())
 

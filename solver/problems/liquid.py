@@ -127,6 +127,16 @@ class LiquidData:
                      for sl in self.job_slices)
 
     @cached_property
+    def job_pair_terms(self) -> tuple[tuple[np.ndarray, ...], ...]:
+        """Per job: its pairs' coefficients, PS and worker as indices within the job, and
+        ``arange`` over its containers (what pricing one job's plan reads)."""
+        out = []
+        for sl, k in zip(self.job_slices, self.job_pairs, strict=True):
+            out.append((self.pair_coef[k], self.pair_p[k] - sl.start, self.pair_w[k] - sl.start,
+                        np.arange(sl.stop - sl.start)))
+        return tuple(out)
+
+    @cached_property
     def pairs_as_ps(self) -> tuple[np.ndarray, ...]:
         """Per container, the (ascending) indices of the pairs it is the PS of."""
         return self._pairs_by(self.pair_p)
