@@ -156,19 +156,6 @@ class NodeLoads:
                     and cpu + d.c_cpu[c] <= d.cpu_limit[n]
                     and ram + d.c_ram[c] <= d.ram_limit[n])
 
-    def save(self, n: int) -> tuple:
-        """Server n's loads as they are (:meth:`restore` puts them back exactly, where
-        removing what was added could leave a rounding residue in CPU and RAM)."""
-        return (n, self.gpu[n].copy(), self.cpu[n], self.ram[n], self.count[n],
-                self.free[:, n].copy(), self.room[:, n].copy())
-
-    def restore(self, saved: tuple) -> None:
-        n, gpu, cpu, ram, count, free, room = saved
-        self.gpu[n] = gpu
-        self.cpu[n], self.ram[n], self.count[n] = cpu, ram, count
-        self.free[:, n] = free
-        self.room[:, n] = room
-
     def free_gpus(self) -> np.ndarray:
         return self.data.level_cap[:, 0] - self.gpu[:, 0]
 
