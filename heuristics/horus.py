@@ -20,6 +20,7 @@ server's remaining CPU/RAM; the buffer is ordered by waiting time, longest first
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from dlsched.decision import Decision
 from dlsched.instance import Instance
 from dlsched.jobs import Job, JobColumns
 from dlsched.method_support import decision_from_indices, fifo_can_start, heuristic_method
-from dlsched.problems.horus import parse_horus_params, share_costs
+from dlsched.problems.horus import HorusParams, parse_horus_params, share_costs
 from dlsched.registry import BOOL, MethodSpec, register_method
 from dlsched.state import (
     EPS,
@@ -92,7 +93,7 @@ def _cheapest_gpus(state: ClusterState, job: Job, cost_row: np.ndarray,
     not modified)."""
     if len(candidates) < job.num_gpus:
         return None
-    node_of = state.instance.cluster.gpu_node
+    node_of = state.cluster.gpu_node
     room = (state.node_room(job) if room is None else room).copy()
     costs = cost_row[candidates]
     chosen: list[int] = []
@@ -113,6 +114,65 @@ def _cheapest_gpus(state: ClusterState, job: Job, cost_row: np.ndarray,
     if _walk(order[done:], node_of, room, job.num_gpus, chosen):
         return chosen
     return None
+
+
+def _top_k(costs: np.ndarray, candidates: np.ndarray | None, k: int) -> list[int]:
+    """The ``k`` cheapest of ``candidates`` (all GPUs when None; ``costs`` at them), by
+    (cost, index): :func:`_cheapest_gpus` on a server room that never binds."""
+    if candidates is None:
+        candidates = np.arange(len(costs))
+    if len(candidates) > 2 * k + 16:
+        # only the costs up to the k-th smallest (all of them: ties at the cut are
+        # ordered by index among themselves)
+        cut = np.partition(costs, k - 1)[k - 1]
+        first = np.flatnonzero(costs <= cut)
+        return candidates[first[np.lexsort((candidates[first], costs[first]))][:k]].tolist()
+    return candidates[np.lexsort((candidates, costs))][:k].tolist()
+
+
+def pack_in_order(state: ClusterState, jobs: Sequence[Job], columns: JobColumns,
+                  order: np.ndarray, plain: Callable[[Job], list[int]],
+                  shared: Callable[[Job], list[int] | None]) -> list[tuple[int, list[int]]]:
+    """Try ``jobs[order]`` one by one on ``state`` and place those that get GPUs.
+
+    A job without CPU or RAM shares gets its GPUs exactly when ``num_gpus`` GPUs have the
+    free memory for its share (the test of :func:`may_fit`, on the live state): only such
+    jobs are tried, found for all the jobs left in one numpy step after each placement
+    (nothing changes in between), and ``plain(job)`` returns its GPUs. A job with shares
+    is tried by ``shared(job)`` (None: no GPUs), unless :class:`Misfits` rules it out.
+    ``columns`` are those of ``jobs``. Returns ``(job index, GPU indices)`` in placement
+    order.
+    """
+    mem = columns("gpu_mem_gb", 0.0)[order] - EPS
+    need = columns("num_gpus")[order]
+    need = np.where(need >= 1, need, np.inf)  # no GPUs asked: never placed (as _cheapest_gpus)
+    shares = ((columns("cpu_per_gpu", 0.0) > 0) | (columns("ram_gb_per_gpu", 0.0) > 0))[order]
+    placed: list[tuple[int, list[int]]] = []
+    misfits = Misfits()
+    pos, n_gpus = 0, len(state.free_mem)
+    while pos < len(order):
+        free = np.sort(state.free_mem)
+        enough = n_gpus - np.searchsorted(free, mem[pos:], side="left")
+        tries = np.flatnonzero((enough >= need[pos:]) | shares[pos:])
+        for i in (tries + pos).tolist():
+            j = int(order[i])
+            job = jobs[j]
+            if shares[i]:
+                if misfits.excludes(job):
+                    continue
+                chosen = shared(job)
+                if chosen is None:
+                    misfits.add(job)
+                    continue
+            else:
+                chosen = plain(job)
+            state.place(job, chosen)
+            placed.append((j, chosen))
+            pos = i + 1
+            break
+        else:
+            break
+    return placed
 
 
 def buffer_order(queue_lists: list[list[int]], waits: np.ndarray, beta: int,
@@ -141,61 +201,63 @@ def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
            beta: int | None = None, refill: bool = True) -> Decision:
     """Algorithm 1 of the Horus paper for one call: every buffer of β jobs until the
     queues are empty (``refill``, the paper's loop) or the first buffer only."""
-    p = parse_horus_params(instance.params)
-    k = queues or p.queues
-    beta = beta or p.beta or len(instance.jobs)
-    jobs = instance.jobs
-    if not jobs:
+    if not instance.jobs:
         return Decision()
-    waits = np.maximum(0.0, instance.time - instance.job_columns("submit_time"))
-    cluster = instance.cluster
-    state = ClusterState.of(instance)
-    # jobs that cannot find GPUs this round are skipped (they change nothing; the Eq. 7
-    # rows of the others do not depend on them)
-    hopeful = may_fit(state, jobs)
+    placed = greedy_round(ClusterState.of(instance), instance.jobs, instance.job_columns,
+                          instance.time, parse_horus_params(instance.params), seed=seed,
+                          queues=queues, beta=beta, refill=refill)
+    return decision_from_indices(instance, placed)
+
+
+def greedy_round(state: ClusterState, jobs: Sequence[Job], columns: JobColumns, time: float,
+                 p: HorusParams, *, seed: int = 0, queues: int | None = None,
+                 beta: int | None = None, refill: bool = True) -> list[tuple[int, list[int]]]:
+    """:func:`greedy` on ``state`` (changed: the placements are made on it) for the pending
+    ``jobs`` (``columns``: theirs) at ``time``; ``(job index, GPU indices)`` placed."""
+    k = queues or p.queues
+    beta = beta or p.beta or len(jobs)
+    waits = np.maximum(0.0, time - columns("submit_time"))
+    cluster = state.cluster
     if beta >= len(jobs) or (refill and k == 1):
         # every job is picked whatever the queues (with one queue, the buffers are
         # consecutive slices of it), so the clustering cannot change the call: longest
         # waiting first (ties: queue order), as below
-        picked = np.flatnonzero(hopeful)
-        picked = picked[np.argsort(-waits[picked], kind="stable")].tolist()
+        picked = np.argsort(-waits, kind="stable")
     else:
         labels = kmeans_l1(normalize_columns(job_features(jobs)), k, seed)
         queue_lists = [np.flatnonzero(labels == q).tolist() for q in range(labels.max() + 1)]
-        picked = [j for j in buffer_order(queue_lists, waits, beta, refill) if hopeful[j]]
-    if not picked:
-        return Decision()
-    misfits = Misfits()
+        picked = np.array(buffer_order(queue_lists, waits, beta, refill), dtype=np.int64)
     per_node = int(cluster.node_gpu_count.max())
-    placed = []
-    # Eq. 7 of a job on its candidate GPUs, on the live state of the round, when the job is
-    # tried (the formula is elementwise: the same numbers as a table updated after each
-    # placement)
     cap = cluster.gpu_mem_gb
-    for j in picked:
-        job = jobs[j]
-        if misfits.excludes(job):
-            continue
+
+    def costs_at(job: Job, candidates: np.ndarray) -> np.ndarray:
+        # Eq. 7 of a job on its candidate GPUs, on the live state of the round, when the
+        # job is tried (the formula is elementwise: the same numbers as a table updated
+        # after each placement)
+        return share_costs(p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
+                           np.array([job.gpu_util]), np.array([job.gpu_mem_gb]),
+                           gpus=candidates)[0]
+
+    def plain(job: Job) -> list[int]:
+        candidates = np.flatnonzero(state.gpu_fits(job))
+        return _top_k(costs_at(job, candidates), candidates, job.num_gpus)
+
+    def shared(job: Job) -> list[int] | None:
         fits = state.gpu_fits(job)
         room = state.node_room(job)
         node_ok = np.zeros(cluster.num_nodes, dtype=bool)
         node_ok[cluster.gpu_node[fits]] = True
         node_ok &= room >= 1
         if node_ok.sum() < math.ceil(job.num_gpus / per_node):
-            misfits.add(job)
-            continue
+            return None
         candidates = np.flatnonzero(fits & node_ok[cluster.gpu_node])
         costs = np.empty(cluster.num_gpus)  # read only at the candidates
-        costs[candidates] = share_costs(
-            p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
-            np.array([job.gpu_util]), np.array([job.gpu_mem_gb]), gpus=candidates)[0]
-        chosen = _cheapest_gpus(state, job, costs, candidates, room)
-        if chosen is None:
-            misfits.add(job)
-        else:
-            state.place(job, chosen)
-            placed.append((j, chosen))
-    return decision_from_indices(instance, placed)
+        costs[candidates] = costs_at(job, candidates)
+        return _cheapest_gpus(state, job, costs, candidates, room)
+
+    # jobs that cannot find GPUs are not tried (they change nothing; the Eq. 7 rows of
+    # the others do not depend on them)
+    return pack_in_order(state, jobs, columns, picked, plain, shared)
 
 
 def fifo(instance: Instance, *, backfill: bool = False) -> Decision:
@@ -214,16 +276,16 @@ def fifo(instance: Instance, *, backfill: bool = False) -> Decision:
     return decision_from_indices(instance, placed)
 
 
-def may_fit(state: ClusterState, jobs: tuple[Job, ...]) -> np.ndarray:
+def may_fit(state: ClusterState, jobs: Sequence[Job], columns: JobColumns | None = None
+            ) -> np.ndarray:
     """Per job, a necessary condition for finding its GPUs in this round: a job without
     CPU or RAM shares needs ``num_gpus`` GPUs whose free memory takes its share (as
     :meth:`ClusterState.gpu_fits`); a placement only takes memory, so a job that fails this
-    at the round's start fails it all round. Jobs with CPU or RAM shares always pass."""
+    at the round's start fails it all round. Jobs with CPU or RAM shares always pass.
+    ``columns``: those of ``jobs`` when the caller has them (a snapshot's are ready)."""
     if not jobs:
         return np.zeros(0, dtype=bool)
-    # the instance's columns when they are its jobs (a simulator snapshot has them ready)
-    columns = state.instance.job_columns if jobs is state.instance.jobs else JobColumns(jobs)
-    return _may_fit(state.free_mem, columns)
+    return _may_fit(state.free_mem, JobColumns(jobs) if columns is None else columns)
 
 
 def _may_fit(free_mem: np.ndarray, columns: JobColumns) -> np.ndarray:
@@ -275,22 +337,27 @@ class Misfits:
 
 def obp(instance: Instance) -> Decision:
     """Opportunistic bin packing: any GPU with enough free memory, least loaded first."""
-    state = ClusterState.of(instance)
-    placed = []
-    misfits = Misfits()
-    jobs = instance.jobs
-    for j in np.flatnonzero(may_fit(state, jobs)).tolist():
-        job = jobs[j]
-        if misfits.excludes(job):
-            continue
-        candidates = np.flatnonzero(state.gpu_fits(job))
-        chosen = _cheapest_gpus(state, job, -state.free_mem, candidates)
-        if chosen is not None:
-            state.place(job, chosen)
-            placed.append((j, chosen))
-        else:
-            misfits.add(job)
+    if not instance.jobs:
+        return Decision()
+    placed = obp_round(ClusterState.of(instance), instance.jobs, instance.job_columns)
     return decision_from_indices(instance, placed)
+
+
+def obp_round(state: ClusterState, jobs: Sequence[Job], columns: JobColumns
+              ) -> list[tuple[int, list[int]]]:
+    """:func:`obp` on ``state`` (changed) for the pending ``jobs`` (``columns``: theirs)."""
+
+    def plain(job: Job) -> list[int]:
+        # every GPU among the λ with the most free memory takes the job (pack_in_order
+        # tries a job without shares only when λ GPUs do)
+        return _top_k(-state.free_mem, None, job.num_gpus)
+
+    def shared(job: Job) -> list[int] | None:
+        candidates = np.flatnonzero(state.gpu_fits(job))
+        return _cheapest_gpus(state, job, -state.free_mem, candidates)
+
+    return pack_in_order(state, jobs, columns, np.arange(len(jobs), dtype=np.int64), plain,
+                         shared)
 
 
 for _name, _fn, _kind, _allowed, _summary in (
@@ -367,3 +434,6 @@ register_view_policy(ViewPolicy("horus", "fifo", fifo_live, fifo_can_start,
                                 frozenset({"backfill"})))
 for _name in ("greedy", "obp"):
     register_start_guard(StartGuard("horus", _name, some_job_may_fit))
+
+# the simulator's fast forms of greedy and OBP register with these methods
+from . import horus_live  # noqa: E402, F401

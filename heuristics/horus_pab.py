@@ -197,7 +197,7 @@ def _place(instance: Instance, requeued: set[str], serial: bool,
     misfits = Misfits()  # per kind (idle GPUs only or not): a failed shape fails all round
     open_gpus = int((~state.busy & ~blocked).sum())  # what a requeued job may take
     jobs = instance.jobs
-    for j in np.flatnonzero(may_fit(state, jobs)).tolist():
+    for j in np.flatnonzero(may_fit(state, jobs, instance.job_columns)).tolist():
         job = jobs[j]
         idle_only = job.id in requeued
         if (idle_only and open_gpus < job.num_gpus) or misfits.excludes(job, idle_only):
