@@ -120,6 +120,8 @@ def _top_k(costs: np.ndarray, candidates: np.ndarray | None, k: int) -> list[int
     """The ``k`` cheapest of ``candidates`` (all GPUs when None; ``costs`` at them), by
     (cost, index): :func:`_cheapest_gpus` on a server room that never binds."""
     if candidates is None:
+        if len(costs) <= 512:  # one stable sort: ties stay in index order
+            return np.argsort(costs, kind="stable")[:k].tolist()
         candidates = np.arange(len(costs))
     if len(candidates) > 2 * k + 16:
         # only the costs up to the k-th smallest (all of them: ties at the cut are
@@ -130,48 +132,69 @@ def _top_k(costs: np.ndarray, candidates: np.ndarray | None, k: int) -> list[int
     return candidates[np.lexsort((candidates, costs))][:k].tolist()
 
 
+_PLAN: tuple = (None, None)  # the last queue's columns and what _plan made of them
+
+
+def _plan(columns: JobColumns) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """Per job (``columns``' order): GPU memory per share minus EPS, GPU count, whether it
+    has CPU or RAM shares, and whether any job has. Kept for the last columns seen: the
+    simulator hands the same columns object until its queue changes, and a greedy call
+    and its start guard read them in turn."""
+    global _PLAN
+    if _PLAN[0] is not columns:
+        shares = (columns("cpu_per_gpu", 0.0) > 0) | (columns("ram_gb_per_gpu", 0.0) > 0)
+        _PLAN = (columns, (columns("gpu_mem_gb", 0.0) - EPS, columns("num_gpus"), shares,
+                           bool(shares.any())))
+    return _PLAN[1]
+
+
 def pack_in_order(state: ClusterState, jobs: Sequence[Job], columns: JobColumns,
-                  order: np.ndarray, plain: Callable[[Job], list[int]],
+                  order: np.ndarray | None, plain: Callable[[Job], list[int]],
                   shared: Callable[[Job], list[int] | None]) -> list[tuple[int, list[int]]]:
-    """Try ``jobs[order]`` one by one on ``state`` and place those that get GPUs.
+    """Try ``jobs[order]`` (``order`` None: ``jobs``) one by one on ``state`` and place
+    those that get GPUs.
 
     A job without CPU or RAM shares gets its GPUs exactly when ``num_gpus`` GPUs have the
     free memory for its share (the test of :func:`may_fit`, on the live state): only such
-    jobs are tried, found for all the jobs left in one numpy step after each placement
-    (nothing changes in between), and ``plain(job)`` returns its GPUs. A job with shares
-    is tried by ``shared(job)`` (None: no GPUs), unless :class:`Misfits` rules it out.
-    ``columns`` are those of ``jobs``. Returns ``(job index, GPU indices)`` in placement
-    order.
+    jobs are tried, the next one found among all the jobs left in one numpy step after
+    each placement (nothing changes in between), and ``plain(job)`` returns its GPUs. A
+    job with shares is tried by ``shared(job)`` (None: no GPUs), unless :class:`Misfits`
+    rules it out. ``columns`` are those of ``jobs``. Returns ``(job index, GPU indices)``
+    in placement order.
     """
-    mem = columns("gpu_mem_gb", 0.0)[order] - EPS
-    need = columns("num_gpus")[order]
-    need = np.where(need >= 1, need, np.inf)  # no GPUs asked: never placed (as _cheapest_gpus)
-    shares = ((columns("cpu_per_gpu", 0.0) > 0) | (columns("ram_gb_per_gpu", 0.0) > 0))[order]
+    mem, need, shares, any_shares = _plan(columns)
+    if order is not None:
+        mem, need, shares = mem[order], need[order], shares[order]
     placed: list[tuple[int, list[int]]] = []
     misfits = Misfits()
-    pos, n_gpus = 0, len(state.free_mem)
-    while pos < len(order):
+    pos, n_jobs, n_gpus = 0, len(mem), len(state.free_mem)
+    while pos < n_jobs:
         free = np.sort(state.free_mem)
-        enough = n_gpus - np.searchsorted(free, mem[pos:], side="left")
-        tries = np.flatnonzero((enough >= need[pos:]) | shares[pos:])
-        for i in (tries + pos).tolist():
-            j = int(order[i])
+        ok = n_gpus - free.searchsorted(mem[pos:]) >= need[pos:]
+        if any_shares:
+            ok |= shares[pos:]
+        while True:  # the first job of ok that gets GPUs
+            h = int(ok.argmax())
+            if not ok[h]:
+                return placed
+            i = pos + h
+            j = i if order is None else int(order[i])
             job = jobs[j]
-            if shares[i]:
-                if misfits.excludes(job):
-                    continue
-                chosen = shared(job)
+            if any_shares and shares[i]:
+                chosen = None if misfits.excludes(job) else shared(job)
                 if chosen is None:
                     misfits.add(job)
+                    ok[h] = False
                     continue
+            elif job.num_gpus < 1:  # no GPUs asked: never placed (as _cheapest_gpus)
+                ok[h] = False
+                continue
             else:
                 chosen = plain(job)
-            state.place(job, chosen)
-            placed.append((j, chosen))
-            pos = i + 1
             break
-        else:
-            break
+        state.place(job, chosen)
+        placed.append((j, chosen))
+        pos = i + 1
     return placed
 
 
@@ -290,18 +313,21 @@ def may_fit(state: ClusterState, jobs: Sequence[Job], columns: JobColumns | None
 
 def _may_fit(free_mem: np.ndarray, columns: JobColumns) -> np.ndarray:
     """:func:`may_fit` on the GPUs' free memory and the jobs' columns."""
+    mem, need, shares, any_shares = _plan(columns)
     free = np.sort(free_mem)
     # GPUs with free memory >= mem - EPS, the test of gpu_fits
-    enough = len(free) - np.searchsorted(free, columns("gpu_mem_gb", 0.0) - EPS, side="left")
-    return ((enough >= columns("num_gpus")) | (columns("cpu_per_gpu", 0.0) > 0)
-            | (columns("ram_gb_per_gpu", 0.0) > 0))
+    ok = len(free) - free.searchsorted(mem) >= need
+    return ok | shares if any_shares else ok
 
 
 def some_job_may_fit(view, **options) -> bool:
     """Start guard of ``greedy`` and ``obp`` (``dlsched.state.StartGuard``): a pending job
     passes :func:`may_fit` on the live state. Both try only such jobs, so without one they
     start nothing (whatever the options: β and the queues only choose among them)."""
-    return bool(_may_fit(view.gpu_mem_free_all(), view.queue_columns()).any())
+    columns = view.queue_columns()
+    if _plan(columns)[3]:  # a job with CPU or RAM shares passes
+        return True
+    return bool(_may_fit(view.gpu_mem_free_all(), columns).any())
 
 
 class Misfits:
@@ -356,8 +382,7 @@ def obp_round(state: ClusterState, jobs: Sequence[Job], columns: JobColumns
         candidates = np.flatnonzero(state.gpu_fits(job))
         return _cheapest_gpus(state, job, -state.free_mem, candidates)
 
-    return pack_in_order(state, jobs, columns, np.arange(len(jobs), dtype=np.int64), plain,
-                         shared)
+    return pack_in_order(state, jobs, columns, None, plain, shared)
 
 
 for _name, _fn, _kind, _allowed, _summary in (
