@@ -168,11 +168,15 @@ def pack_in_order(state: ClusterState, jobs: Sequence[Job], columns: JobColumns,
     placed: list[tuple[int, list[int]]] = []
     misfits = Misfits()
     pos, n_jobs, n_gpus = 0, len(mem), len(state.free_mem)
+    all_shares = any_shares and bool(shares.all())
     while pos < n_jobs:
-        free = np.sort(state.free_mem)
-        ok = n_gpus - free.searchsorted(mem[pos:]) >= need[pos:]
-        if any_shares:
-            ok |= shares[pos:]
+        if all_shares:  # no job for the memory test: each is tried
+            ok = np.ones(n_jobs - pos, dtype=bool)
+        else:
+            free = np.sort(state.free_mem)
+            ok = n_gpus - free.searchsorted(mem[pos:]) >= need[pos:]
+            if any_shares:
+                ok |= shares[pos:]
         while True:  # the first job of ok that gets GPUs
             h = int(ok.argmax())
             if not ok[h]:
