@@ -93,9 +93,17 @@ def _cheapest_gpus(state: ClusterState, job: Job, cost_row: np.ndarray,
     not modified)."""
     if len(candidates) < job.num_gpus:
         return None
+    return _cheapest_of(state, job, cost_row[candidates], candidates, room)
+
+
+def _cheapest_of(state: ClusterState, job: Job, costs: np.ndarray, candidates: np.ndarray,
+                 room: np.ndarray | None = None) -> list[int] | None:
+    """:func:`_cheapest_gpus` given the costs at the candidates (``costs[i]``: of
+    ``candidates[i]``)."""
+    if len(candidates) < job.num_gpus:
+        return None
     node_of = state.cluster.gpu_node
     room = (state.node_room(job) if room is None else room).copy()
-    costs = cost_row[candidates]
     chosen: list[int] = []
     done = 0
     head = 4 * job.num_gpus + 16
@@ -270,17 +278,15 @@ def greedy_round(state: ClusterState, jobs: Sequence[Job], columns: JobColumns, 
         return _top_k(costs_at(job, candidates), candidates, job.num_gpus)
 
     def shared(job: Job) -> list[int] | None:
-        fits = state.gpu_fits(job)
         room = state.node_room(job)
-        node_ok = np.zeros(cluster.num_nodes, dtype=bool)
-        node_ok[cluster.gpu_node[fits]] = True
-        node_ok &= room >= 1
-        if node_ok.sum() < math.ceil(job.num_gpus / per_node):
+        # the GPUs whose share fits, on servers with room for one share; the job waits
+        # when they span fewer than ceil(λ / GPUs per server) servers
+        candidates = np.flatnonzero(state.gpu_fits(job) & (room >= 1)[cluster.gpu_node])
+        want = math.ceil(job.num_gpus / per_node)
+        if len(candidates) == 0 or (
+                want > 1 and len(np.unique(cluster.gpu_node[candidates])) < want):
             return None
-        candidates = np.flatnonzero(fits & node_ok[cluster.gpu_node])
-        costs = np.empty(cluster.num_gpus)  # read only at the candidates
-        costs[candidates] = costs_at(job, candidates)
-        return _cheapest_gpus(state, job, costs, candidates, room)
+        return _cheapest_of(state, job, costs_at(job, candidates), candidates, room)
 
     # jobs that cannot find GPUs are not tried (they change nothing; the Eq. 7 rows of
     # the others do not depend on them)
