@@ -149,11 +149,13 @@ def _plan(columns: JobColumns) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool
     simulator hands the same columns object until its queue changes, and a greedy call
     and its start guard read them in turn."""
     global _PLAN
-    if _PLAN[0] is not columns:
-        shares = (columns("cpu_per_gpu", 0.0) > 0) | (columns("ram_gb_per_gpu", 0.0) > 0)
-        _PLAN = (columns, (columns("gpu_mem_gb", 0.0) - EPS, columns("num_gpus"), shares,
-                           bool(shares.any())))
-    return _PLAN[1]
+    last = _PLAN  # read once: another thread may replace it
+    if last[0] is columns:
+        return last[1]
+    shares = (columns("cpu_per_gpu", 0.0) > 0) | (columns("ram_gb_per_gpu", 0.0) > 0)
+    plan = (columns("gpu_mem_gb", 0.0) - EPS, columns("num_gpus"), shares, bool(shares.any()))
+    _PLAN = (columns, plan)
+    return plan
 
 
 def pack_in_order(state: ClusterState, jobs: Sequence[Job], columns: JobColumns,
