@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from dlsched.decision import Decision
+from dlsched.decision import Decision, Placement
 from dlsched.instance import Instance
 from dlsched.jobs import Job, JobColumns
 from dlsched.method_support import decision_from_indices, fifo_can_start, heuristic_method
@@ -39,38 +40,8 @@ from dlsched.state import (
     register_view_policy,
 )
 
+from .horus_queues import buffer_order, job_features, weighted_fair_pick  # noqa: F401
 from .kmeans import kmeans_l1, normalize_columns
-
-
-def job_features(jobs: tuple[Job, ...]) -> np.ndarray:
-    """The four clustering features of Sec. 4.2.2: tasks, GPU util, GPUs per task, GPU memory."""
-    return np.array([[1.0, j.gpu_util, j.num_gpus, j.gpu_mem_gb] for j in jobs], dtype=float)
-
-
-def weighted_fair_pick(queues: list[list[int]], waits: np.ndarray, beta: int) -> list[int]:
-    """Pick β job indices across queues in proportion to w_x = max(len, median wait × len).
-
-    Shares are rounded by largest remainder, capped by queue length, and what a short
-    queue cannot take goes to the others in weight order. Inside a queue the longest
-    waiting jobs go first.
-    """
-    queues = [sorted(q, key=lambda j: (-waits[j], j)) for q in queues if q]
-    if not queues:
-        return []
-    weights = np.array([max(len(q), float(np.median(waits[q])) * len(q)) for q in queues])
-    beta = min(beta, sum(len(q) for q in queues))
-    exact = weights / weights.sum() * beta
-    take = np.floor(exact).astype(int)
-    order = sorted(range(len(queues)), key=lambda x: (-(exact[x] - take[x]), x))
-    for x in order[: beta - int(take.sum())]:
-        take[x] += 1
-    take = np.minimum(take, [len(q) for q in queues])
-    by_weight = sorted(range(len(queues)), key=lambda x: (-weights[x], x))
-    while take.sum() < beta:
-        for x in by_weight:
-            if take[x] < len(queues[x]) and take.sum() < beta:
-                take[x] += 1
-    return [j for x, q in enumerate(queues) for j in q[: take[x]]]
 
 
 def _walk(order: np.ndarray, node_of: np.ndarray, room: np.ndarray, want: int,
@@ -210,28 +181,6 @@ def pack_in_order(state: ClusterState, jobs: Sequence[Job], columns: JobColumns,
         placed.append((j, chosen))
         pos = i + 1
     return placed
-
-
-def buffer_order(queue_lists: list[list[int]], waits: np.ndarray, beta: int,
-                 refill: bool = True) -> list[int]:
-    """Alg. 1's buffers, concatenated: the order in which one call tries the jobs.
-
-    Each buffer is :func:`weighted_fair_pick` of β jobs, in order of waiting time (longest
-    first, ties: lower index). With ``refill`` the picked jobs leave their queues and the
-    next buffer is picked from what is left, weights taken again, until the queues are
-    empty ("while queues in Q is not empty do", line 3; docs/horus.md); without it, the
-    first buffer alone.
-    """
-    left = [list(q) for q in queue_lists]
-    order: list[int] = []
-    while any(left):
-        buffer = sorted(weighted_fair_pick(left, waits, beta), key=lambda j: (-waits[j], j))
-        order += buffer
-        if not refill:
-            break
-        taken = set(buffer)
-        left = [[j for j in q if j not in taken] for q in left]
-    return order
 
 
 def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
@@ -416,7 +365,6 @@ def fifo_live(view, *, backfill: bool = False) -> Decision:
     Walks the servers with idle GPUs in index order and takes the first idle GPUs whose
     free memory holds the job, within each server's CPU/RAM room (as :func:`fifo`).
     """
-    from dlsched.decision import Placement
 
     big = int(np.iinfo(np.int64).max)
     used: set[int] = set()
@@ -472,5 +420,69 @@ register_view_policy(ViewPolicy("horus", "fifo", fifo_live, fifo_can_start,
 for _name in ("greedy", "obp"):
     register_start_guard(StartGuard("horus", _name, some_job_may_fit))
 
-# the simulator's fast forms of greedy and OBP register with these methods
-from . import horus_live  # noqa: E402, F401
+
+# ------------------------------------------------- simulator fast forms of greedy and OBP
+# They run the snapshot methods' rounds (greedy_round, obp_round) on the loads read off
+# the live view instead of a rebuilt snapshot: the same arrays (SimView.loads, what a
+# snapshot is seeded with), the pending jobs in queue order and their columns, so the same
+# decision (tests/test_sim_fastpath.py compares both modes). greedy's form takes workloads
+# without β (params.beta unset) and no beta option: its rounds never cluster, so the
+# solve's seed cannot matter; with β the simulator calls the snapshot method.
+class _Pending(Sequence[Job]):
+    """The pending jobs in queue order, read from the workload's when asked."""
+
+    __slots__ = ("_records", "_jobs")
+
+    def __init__(self, records: np.ndarray, jobs: Sequence[Job]) -> None:
+        self._records = records
+        self._jobs = jobs
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self._jobs[r] for r in self._records[i].tolist()]
+        return self._jobs[int(self._records[i])]
+
+
+def _live(view: Any) -> tuple[ClusterState, _Pending]:
+    """The loads as a :class:`ClusterState` (fresh copies) and the pending jobs."""
+    a = view.loads()
+    c = view.cluster
+    util, mem = a["gpu_usage"]
+    cpu, ram = a["node_usage"]
+    state = ClusterState(cluster=c, free_mem=c.gpu_mem_gb - mem, util=util,
+                         free_cpu=c.node_cpu - cpu, free_ram=c.node_ram_gb - ram,
+                         busy=a["gpu_busy"])
+    return state, _Pending(view.queue_records(), view.workload_jobs)
+
+
+def _decision(view: Any, jobs: _Pending, placed: list[tuple[int, list[int]]]) -> Decision:
+    """As ``decision_from_indices`` on the snapshot: GPU ids in ascending index order."""
+    ids = view.cluster.gpu_ids
+    return Decision.of(Placement(jobs[j].id, tuple(ids[g] for g in sorted(gpus)))
+                       for j, gpus in placed)
+
+
+def obp_live(view: Any) -> Decision:
+    """``obp`` on the live view."""
+    state, jobs = _live(view)
+    return _decision(view, jobs, obp_round(state, jobs, view.queue_columns()))
+
+
+def greedy_live(view: Any, *, queues: int | None = None, refill: bool = True) -> Decision:
+    """``greedy`` on the live view (β unset: one buffer of the whole queue)."""
+    state, jobs = _live(view)
+    placed = greedy_round(state, jobs, view.queue_columns(), view.time,
+                          parse_horus_params(view.params), queues=queues, refill=refill)
+    return _decision(view, jobs, placed)
+
+
+def _without_beta(workload: Instance) -> bool:
+    return parse_horus_params(workload.params).beta is None
+
+
+register_view_policy(ViewPolicy("horus", "obp", obp_live, some_job_may_fit))
+register_view_policy(ViewPolicy("horus", "greedy", greedy_live, some_job_may_fit,
+                                frozenset({"queues", "refill"}), applies=_without_beta))
