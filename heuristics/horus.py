@@ -20,14 +20,16 @@ server's remaining CPU/RAM; the buffer is ordered by waiting time, longest first
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from dlsched.decision import Decision
+from dlsched.decision import Decision, Placement
 from dlsched.instance import Instance
 from dlsched.jobs import Job, JobColumns
 from dlsched.method_support import decision_from_indices, fifo_can_start, heuristic_method
-from dlsched.problems.horus import parse_horus_params, share_costs
+from dlsched.problems.horus import HorusParams, parse_horus_params, share_costs
 from dlsched.registry import BOOL, MethodSpec, register_method
 from dlsched.state import (
     EPS,
@@ -38,38 +40,8 @@ from dlsched.state import (
     register_view_policy,
 )
 
+from .horus_queues import buffer_order, job_features, weighted_fair_pick  # noqa: F401
 from .kmeans import kmeans_l1, normalize_columns
-
-
-def job_features(jobs: tuple[Job, ...]) -> np.ndarray:
-    """The four clustering features of Sec. 4.2.2: tasks, GPU util, GPUs per task, GPU memory."""
-    return np.array([[1.0, j.gpu_util, j.num_gpus, j.gpu_mem_gb] for j in jobs], dtype=float)
-
-
-def weighted_fair_pick(queues: list[list[int]], waits: np.ndarray, beta: int) -> list[int]:
-    """Pick β job indices across queues in proportion to w_x = max(len, median wait × len).
-
-    Shares are rounded by largest remainder, capped by queue length, and what a short
-    queue cannot take goes to the others in weight order. Inside a queue the longest
-    waiting jobs go first.
-    """
-    queues = [sorted(q, key=lambda j: (-waits[j], j)) for q in queues if q]
-    if not queues:
-        return []
-    weights = np.array([max(len(q), float(np.median(waits[q])) * len(q)) for q in queues])
-    beta = min(beta, sum(len(q) for q in queues))
-    exact = weights / weights.sum() * beta
-    take = np.floor(exact).astype(int)
-    order = sorted(range(len(queues)), key=lambda x: (-(exact[x] - take[x]), x))
-    for x in order[: beta - int(take.sum())]:
-        take[x] += 1
-    take = np.minimum(take, [len(q) for q in queues])
-    by_weight = sorted(range(len(queues)), key=lambda x: (-weights[x], x))
-    while take.sum() < beta:
-        for x in by_weight:
-            if take[x] < len(queues[x]) and take.sum() < beta:
-                take[x] += 1
-    return [j for x, q in enumerate(queues) for j in q[: take[x]]]
 
 
 def _walk(order: np.ndarray, node_of: np.ndarray, room: np.ndarray, want: int,
@@ -92,9 +64,17 @@ def _cheapest_gpus(state: ClusterState, job: Job, cost_row: np.ndarray,
     not modified)."""
     if len(candidates) < job.num_gpus:
         return None
-    node_of = state.instance.cluster.gpu_node
+    return _cheapest_of(state, job, cost_row[candidates], candidates, room)
+
+
+def _cheapest_of(state: ClusterState, job: Job, costs: np.ndarray, candidates: np.ndarray,
+                 room: np.ndarray | None = None) -> list[int] | None:
+    """:func:`_cheapest_gpus` given the costs at the candidates (``costs[i]``: of
+    ``candidates[i]``)."""
+    if len(candidates) < job.num_gpus:
+        return None
+    node_of = state.cluster.gpu_node
     room = (state.node_room(job) if room is None else room).copy()
-    costs = cost_row[candidates]
     chosen: list[int] = []
     done = 0
     head = 4 * job.num_gpus + 16
@@ -115,87 +95,153 @@ def _cheapest_gpus(state: ClusterState, job: Job, cost_row: np.ndarray,
     return None
 
 
-def buffer_order(queue_lists: list[list[int]], waits: np.ndarray, beta: int,
-                 refill: bool = True) -> list[int]:
-    """Alg. 1's buffers, concatenated: the order in which one call tries the jobs.
+def _top_k(costs: np.ndarray, candidates: np.ndarray | None, k: int) -> list[int]:
+    """The ``k`` cheapest of ``candidates`` (all GPUs when None; ``costs`` at them), by
+    (cost, index): :func:`_cheapest_gpus` on a server room that never binds."""
+    if candidates is None:
+        if len(costs) <= 512:  # one stable sort: ties stay in index order
+            return np.argsort(costs, kind="stable")[:k].tolist()
+        candidates = np.arange(len(costs))
+    if len(candidates) > 2 * k + 16:
+        # only the costs up to the k-th smallest (all of them: ties at the cut are
+        # ordered by index among themselves)
+        cut = np.partition(costs, k - 1)[k - 1]
+        first = np.flatnonzero(costs <= cut)
+        return candidates[first[np.lexsort((candidates[first], costs[first]))][:k]].tolist()
+    return candidates[np.lexsort((candidates, costs))][:k].tolist()
 
-    Each buffer is :func:`weighted_fair_pick` of β jobs, in order of waiting time (longest
-    first, ties: lower index). With ``refill`` the picked jobs leave their queues and the
-    next buffer is picked from what is left, weights taken again, until the queues are
-    empty ("while queues in Q is not empty do", line 3; docs/horus.md); without it, the
-    first buffer alone.
+
+_PLAN: tuple = (None, None)  # the last queue's columns and what _plan made of them
+
+
+def _plan(columns: JobColumns) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """Per job (``columns``' order): GPU memory per share minus EPS, GPU count, whether it
+    has CPU or RAM shares, and whether any job has. Kept for the last columns seen: the
+    simulator hands the same columns object until its queue changes, and a greedy call
+    and its start guard read them in turn."""
+    global _PLAN
+    last = _PLAN  # read once: another thread may replace it
+    if last[0] is columns:
+        return last[1]
+    shares = (columns("cpu_per_gpu", 0.0) > 0) | (columns("ram_gb_per_gpu", 0.0) > 0)
+    plan = (columns("gpu_mem_gb", 0.0) - EPS, columns("num_gpus"), shares, bool(shares.any()))
+    _PLAN = (columns, plan)
+    return plan
+
+
+def pack_in_order(state: ClusterState, jobs: Sequence[Job], columns: JobColumns,
+                  order: np.ndarray | None, plain: Callable[[Job], list[int]],
+                  shared: Callable[[Job], list[int] | None]) -> list[tuple[int, list[int]]]:
+    """Try ``jobs[order]`` (``order`` None: ``jobs``) one by one on ``state`` and place
+    those that get GPUs.
+
+    A job without CPU or RAM shares gets its GPUs exactly when ``num_gpus`` GPUs have the
+    free memory for its share (the test of :func:`may_fit`, on the live state): only such
+    jobs are tried, the next one found among all the jobs left in one numpy step after
+    each placement (nothing changes in between), and ``plain(job)`` returns its GPUs. A
+    job with shares is tried by ``shared(job)`` (None: no GPUs), unless :class:`Misfits`
+    rules it out. ``columns`` are those of ``jobs``. Returns ``(job index, GPU indices)``
+    in placement order.
     """
-    left = [list(q) for q in queue_lists]
-    order: list[int] = []
-    while any(left):
-        buffer = sorted(weighted_fair_pick(left, waits, beta), key=lambda j: (-waits[j], j))
-        order += buffer
-        if not refill:
+    mem, need, shares, any_shares = _plan(columns)
+    if order is not None:
+        mem, need, shares = mem[order], need[order], shares[order]
+    placed: list[tuple[int, list[int]]] = []
+    misfits = Misfits()
+    pos, n_jobs, n_gpus = 0, len(mem), len(state.free_mem)
+    all_shares = any_shares and bool(shares.all())
+    while pos < n_jobs:
+        if all_shares:  # no job for the memory test: each is tried
+            ok = np.ones(n_jobs - pos, dtype=bool)
+        else:
+            free = np.sort(state.free_mem)
+            ok = n_gpus - free.searchsorted(mem[pos:]) >= need[pos:]
+            if any_shares:
+                ok |= shares[pos:]
+        while True:  # the first job of ok that gets GPUs
+            h = int(ok.argmax())
+            if not ok[h]:
+                return placed
+            i = pos + h
+            j = i if order is None else int(order[i])
+            job = jobs[j]
+            if any_shares and shares[i]:
+                chosen = None if misfits.excludes(job) else shared(job)
+                if chosen is None:
+                    misfits.add(job)
+                    ok[h] = False
+                    continue
+            elif job.num_gpus < 1:  # no GPUs asked: never placed (as _cheapest_gpus)
+                ok[h] = False
+                continue
+            else:
+                chosen = plain(job)
             break
-        taken = set(buffer)
-        left = [[j for j in q if j not in taken] for q in left]
-    return order
+        state.place(job, chosen)
+        placed.append((j, chosen))
+        pos = i + 1
+    return placed
 
 
 def greedy(instance: Instance, *, seed: int = 0, queues: int | None = None,
            beta: int | None = None, refill: bool = True) -> Decision:
     """Algorithm 1 of the Horus paper for one call: every buffer of β jobs until the
     queues are empty (``refill``, the paper's loop) or the first buffer only."""
-    p = parse_horus_params(instance.params)
-    k = queues or p.queues
-    beta = beta or p.beta or len(instance.jobs)
-    jobs = instance.jobs
-    if not jobs:
+    if not instance.jobs:
         return Decision()
-    waits = np.maximum(0.0, instance.time - instance.job_columns("submit_time"))
-    cluster = instance.cluster
-    state = ClusterState.of(instance)
-    # jobs that cannot find GPUs this round are skipped (they change nothing; the Eq. 7
-    # rows of the others do not depend on them)
-    hopeful = may_fit(state, jobs)
+    placed = greedy_round(ClusterState.of(instance), instance.jobs, instance.job_columns,
+                          instance.time, parse_horus_params(instance.params), seed=seed,
+                          queues=queues, beta=beta, refill=refill)
+    return decision_from_indices(instance, placed)
+
+
+def greedy_round(state: ClusterState, jobs: Sequence[Job], columns: JobColumns, time: float,
+                 p: HorusParams, *, seed: int = 0, queues: int | None = None,
+                 beta: int | None = None, refill: bool = True) -> list[tuple[int, list[int]]]:
+    """:func:`greedy` on ``state`` (changed: the placements are made on it) for the pending
+    ``jobs`` (``columns``: theirs) at ``time``; ``(job index, GPU indices)`` placed."""
+    k = queues or p.queues
+    beta = beta or p.beta or len(jobs)
+    waits = np.maximum(0.0, time - columns("submit_time"))
+    cluster = state.cluster
     if beta >= len(jobs) or (refill and k == 1):
         # every job is picked whatever the queues (with one queue, the buffers are
         # consecutive slices of it), so the clustering cannot change the call: longest
         # waiting first (ties: queue order), as below
-        picked = np.flatnonzero(hopeful)
-        picked = picked[np.argsort(-waits[picked], kind="stable")].tolist()
+        picked = np.argsort(-waits, kind="stable")
     else:
         labels = kmeans_l1(normalize_columns(job_features(jobs)), k, seed)
         queue_lists = [np.flatnonzero(labels == q).tolist() for q in range(labels.max() + 1)]
-        picked = [j for j in buffer_order(queue_lists, waits, beta, refill) if hopeful[j]]
-    if not picked:
-        return Decision()
-    misfits = Misfits()
+        picked = np.array(buffer_order(queue_lists, waits, beta, refill), dtype=np.int64)
     per_node = int(cluster.node_gpu_count.max())
-    placed = []
-    # Eq. 7 of a job on its candidate GPUs, on the live state of the round, when the job is
-    # tried (the formula is elementwise: the same numbers as a table updated after each
-    # placement)
     cap = cluster.gpu_mem_gb
-    for j in picked:
-        job = jobs[j]
-        if misfits.excludes(job):
-            continue
-        fits = state.gpu_fits(job)
+
+    def costs_at(job: Job, candidates: np.ndarray) -> np.ndarray:
+        # Eq. 7 of a job on its candidate GPUs, on the live state of the round, when the
+        # job is tried (the formula is elementwise: the same numbers as a table updated
+        # after each placement)
+        return share_costs(p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
+                           np.array([job.gpu_util]), np.array([job.gpu_mem_gb]),
+                           gpus=candidates)[0]
+
+    def plain(job: Job) -> list[int]:
+        candidates = np.flatnonzero(state.gpu_fits(job))
+        return _top_k(costs_at(job, candidates), candidates, job.num_gpus)
+
+    def shared(job: Job) -> list[int] | None:
         room = state.node_room(job)
-        node_ok = np.zeros(cluster.num_nodes, dtype=bool)
-        node_ok[cluster.gpu_node[fits]] = True
-        node_ok &= room >= 1
-        if node_ok.sum() < math.ceil(job.num_gpus / per_node):
-            misfits.add(job)
-            continue
-        candidates = np.flatnonzero(fits & node_ok[cluster.gpu_node])
-        costs = np.empty(cluster.num_gpus)  # read only at the candidates
-        costs[candidates] = share_costs(
-            p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
-            np.array([job.gpu_util]), np.array([job.gpu_mem_gb]), gpus=candidates)[0]
-        chosen = _cheapest_gpus(state, job, costs, candidates, room)
-        if chosen is None:
-            misfits.add(job)
-        else:
-            state.place(job, chosen)
-            placed.append((j, chosen))
-    return decision_from_indices(instance, placed)
+        # the GPUs whose share fits, on servers with room for one share; the job waits
+        # when they span fewer than ceil(λ / GPUs per server) servers
+        candidates = np.flatnonzero(state.gpu_fits(job) & (room >= 1)[cluster.gpu_node])
+        want = math.ceil(job.num_gpus / per_node)
+        if len(candidates) == 0 or (
+                want > 1 and len(np.unique(cluster.gpu_node[candidates])) < want):
+            return None
+        return _cheapest_of(state, job, costs_at(job, candidates), candidates, room)
+
+    # jobs that cannot find GPUs are not tried (they change nothing; the Eq. 7 rows of
+    # the others do not depend on them)
+    return pack_in_order(state, jobs, columns, picked, plain, shared)
 
 
 def fifo(instance: Instance, *, backfill: bool = False) -> Decision:
@@ -214,32 +260,35 @@ def fifo(instance: Instance, *, backfill: bool = False) -> Decision:
     return decision_from_indices(instance, placed)
 
 
-def may_fit(state: ClusterState, jobs: tuple[Job, ...]) -> np.ndarray:
+def may_fit(state: ClusterState, jobs: Sequence[Job], columns: JobColumns | None = None
+            ) -> np.ndarray:
     """Per job, a necessary condition for finding its GPUs in this round: a job without
     CPU or RAM shares needs ``num_gpus`` GPUs whose free memory takes its share (as
     :meth:`ClusterState.gpu_fits`); a placement only takes memory, so a job that fails this
-    at the round's start fails it all round. Jobs with CPU or RAM shares always pass."""
+    at the round's start fails it all round. Jobs with CPU or RAM shares always pass.
+    ``columns``: those of ``jobs`` when the caller has them (a snapshot's are ready)."""
     if not jobs:
         return np.zeros(0, dtype=bool)
-    # the instance's columns when they are its jobs (a simulator snapshot has them ready)
-    columns = state.instance.job_columns if jobs is state.instance.jobs else JobColumns(jobs)
-    return _may_fit(state.free_mem, columns)
+    return _may_fit(state.free_mem, JobColumns(jobs) if columns is None else columns)
 
 
 def _may_fit(free_mem: np.ndarray, columns: JobColumns) -> np.ndarray:
     """:func:`may_fit` on the GPUs' free memory and the jobs' columns."""
+    mem, need, shares, any_shares = _plan(columns)
     free = np.sort(free_mem)
     # GPUs with free memory >= mem - EPS, the test of gpu_fits
-    enough = len(free) - np.searchsorted(free, columns("gpu_mem_gb", 0.0) - EPS, side="left")
-    return ((enough >= columns("num_gpus")) | (columns("cpu_per_gpu", 0.0) > 0)
-            | (columns("ram_gb_per_gpu", 0.0) > 0))
+    ok = len(free) - free.searchsorted(mem) >= need
+    return ok | shares if any_shares else ok
 
 
 def some_job_may_fit(view, **options) -> bool:
     """Start guard of ``greedy`` and ``obp`` (``dlsched.state.StartGuard``): a pending job
     passes :func:`may_fit` on the live state. Both try only such jobs, so without one they
     start nothing (whatever the options: β and the queues only choose among them)."""
-    return bool(_may_fit(view.gpu_mem_free_all(), view.queue_columns()).any())
+    columns = view.queue_columns()
+    if _plan(columns)[3]:  # a job with CPU or RAM shares passes
+        return True
+    return bool(_may_fit(view.gpu_mem_free_all(), columns).any())
 
 
 class Misfits:
@@ -275,22 +324,26 @@ class Misfits:
 
 def obp(instance: Instance) -> Decision:
     """Opportunistic bin packing: any GPU with enough free memory, least loaded first."""
-    state = ClusterState.of(instance)
-    placed = []
-    misfits = Misfits()
-    jobs = instance.jobs
-    for j in np.flatnonzero(may_fit(state, jobs)).tolist():
-        job = jobs[j]
-        if misfits.excludes(job):
-            continue
-        candidates = np.flatnonzero(state.gpu_fits(job))
-        chosen = _cheapest_gpus(state, job, -state.free_mem, candidates)
-        if chosen is not None:
-            state.place(job, chosen)
-            placed.append((j, chosen))
-        else:
-            misfits.add(job)
+    if not instance.jobs:
+        return Decision()
+    placed = obp_round(ClusterState.of(instance), instance.jobs, instance.job_columns)
     return decision_from_indices(instance, placed)
+
+
+def obp_round(state: ClusterState, jobs: Sequence[Job], columns: JobColumns
+              ) -> list[tuple[int, list[int]]]:
+    """:func:`obp` on ``state`` (changed) for the pending ``jobs`` (``columns``: theirs)."""
+
+    def plain(job: Job) -> list[int]:
+        # every GPU among the λ with the most free memory takes the job (pack_in_order
+        # tries a job without shares only when λ GPUs do)
+        return _top_k(-state.free_mem, None, job.num_gpus)
+
+    def shared(job: Job) -> list[int] | None:
+        candidates = np.flatnonzero(state.gpu_fits(job))
+        return _cheapest_gpus(state, job, -state.free_mem, candidates)
+
+    return pack_in_order(state, jobs, columns, None, plain, shared)
 
 
 for _name, _fn, _kind, _allowed, _summary in (
@@ -312,7 +365,6 @@ def fifo_live(view, *, backfill: bool = False) -> Decision:
     Walks the servers with idle GPUs in index order and takes the first idle GPUs whose
     free memory holds the job, within each server's CPU/RAM room (as :func:`fifo`).
     """
-    from dlsched.decision import Placement
 
     big = int(np.iinfo(np.int64).max)
     used: set[int] = set()
@@ -367,3 +419,70 @@ register_view_policy(ViewPolicy("horus", "fifo", fifo_live, fifo_can_start,
                                 frozenset({"backfill"})))
 for _name in ("greedy", "obp"):
     register_start_guard(StartGuard("horus", _name, some_job_may_fit))
+
+
+# ------------------------------------------------- simulator fast forms of greedy and OBP
+# They run the snapshot methods' rounds (greedy_round, obp_round) on the loads read off
+# the live view instead of a rebuilt snapshot: the same arrays (SimView.loads, what a
+# snapshot is seeded with), the pending jobs in queue order and their columns, so the same
+# decision (tests/test_sim_fastpath.py compares both modes). greedy's form takes workloads
+# without β (params.beta unset) and no beta option: its rounds never cluster, so the
+# solve's seed cannot matter; with β the simulator calls the snapshot method.
+class _Pending(Sequence[Job]):
+    """The pending jobs in queue order, read from the workload's when asked."""
+
+    __slots__ = ("_records", "_jobs")
+
+    def __init__(self, records: np.ndarray, jobs: Sequence[Job]) -> None:
+        self._records = records
+        self._jobs = jobs
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self._jobs[r] for r in self._records[i].tolist()]
+        return self._jobs[int(self._records[i])]
+
+
+def _live(view: Any) -> tuple[ClusterState, _Pending]:
+    """The loads as a :class:`ClusterState` (fresh copies) and the pending jobs."""
+    a = view.loads()
+    c = view.cluster
+    util, mem = a["gpu_usage"]
+    cpu, ram = a["node_usage"]
+    state = ClusterState(cluster=c, free_mem=c.gpu_mem_gb - mem, util=util,
+                         free_cpu=c.node_cpu - cpu, free_ram=c.node_ram_gb - ram,
+                         busy=a["gpu_busy"])
+    return state, _Pending(view.queue_records(), view.workload_jobs)
+
+
+def _decision(view: Any, jobs: _Pending, placed: list[tuple[int, list[int]]]) -> Decision:
+    """As ``decision_from_indices`` on the snapshot: GPU ids in ascending index order."""
+    ids = view.cluster.gpu_ids
+    return Decision.of(Placement(jobs[j].id, tuple(ids[g] for g in sorted(gpus)))
+                       for j, gpus in placed)
+
+
+def obp_live(view: Any) -> Decision:
+    """``obp`` on the live view."""
+    state, jobs = _live(view)
+    return _decision(view, jobs, obp_round(state, jobs, view.queue_columns()))
+
+
+def greedy_live(view: Any, *, queues: int | None = None, refill: bool = True) -> Decision:
+    """``greedy`` on the live view (β unset: one buffer of the whole queue)."""
+    state, jobs = _live(view)
+    placed = greedy_round(state, jobs, view.queue_columns(), view.time,
+                          parse_horus_params(view.params), queues=queues, refill=refill)
+    return _decision(view, jobs, placed)
+
+
+def _without_beta(workload: Instance) -> bool:
+    return parse_horus_params(workload.params).beta is None
+
+
+register_view_policy(ViewPolicy("horus", "obp", obp_live, some_job_may_fit))
+register_view_policy(ViewPolicy("horus", "greedy", greedy_live, some_job_may_fit,
+                                frozenset({"queues", "refill"}), applies=_without_beta))

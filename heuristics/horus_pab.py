@@ -157,13 +157,17 @@ def pab(instance: Instance, *, warmup_s: float = 60.0, threshold: float = 0.5,
         decision, placed_probes = _place(instance, requeued, serial, now, requeue)
         for job_id, before in placed_probes.items():
             probes[job_id] = [t + warmup_s, before]
-    # a requeued job matters only while it waits (once placed it is on idle GPUs; if it
-    # is requeued again it is added again), so the state keeps only those
-    waiting = instance.job_index  # the ids of instance.jobs
+    # a requeued job matters only while it waits: once placed it is on idle GPUs, and if
+    # it is requeued again it is added again. So the jobs placed now leave the list (they
+    # do not wait at the next round); the list is asked only about waiting jobs, so what
+    # it keeps beyond them changes no decision. Unchanged, it is passed on as it came.
+    placed_ids = {p.job for p in decision.placements}
+    kept = state_in.get("requeued", ())
+    if requeue or not placed_ids.isdisjoint(requeued) or not isinstance(kept, list):
+        kept = sorted(requeued - placed_ids)
     extra: dict[str, Any] = {
         "requeue": requeue,
-        "policy_state": {"probes": probes, "requeued": sorted(
-            i for i in requeued if i in waiting or i in requeue)},
+        "policy_state": {"probes": probes, "requeued": kept},
     }
     if probes:
         extra["watch_at"] = min(p[0] for p in probes.values())
@@ -197,7 +201,7 @@ def _place(instance: Instance, requeued: set[str], serial: bool,
     misfits = Misfits()  # per kind (idle GPUs only or not): a failed shape fails all round
     open_gpus = int((~state.busy & ~blocked).sum())  # what a requeued job may take
     jobs = instance.jobs
-    for j in np.flatnonzero(may_fit(state, jobs)).tolist():
+    for j in np.flatnonzero(may_fit(state, jobs, instance.job_columns)).tolist():
         job = jobs[j]
         idle_only = job.id in requeued
         if (idle_only and open_gpus < job.num_gpus) or misfits.excludes(job, idle_only):

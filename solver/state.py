@@ -17,6 +17,7 @@ import numpy as np
 
 from .instance import Instance
 from .jobs import Job
+from .topology import Cluster
 
 EPS = 1e-9
 _UNLIMITED = int(np.iinfo(np.int64).max)  # room of a server for a job without CPU/RAM needs
@@ -24,9 +25,13 @@ _UNLIMITED = int(np.iinfo(np.int64).max)  # room of a server for a job without C
 
 @dataclass
 class ClusterState:
-    """Mutable free resources: per-GPU memory and utilization, per-server CPU and RAM."""
+    """Mutable free resources: per-GPU memory and utilization, per-server CPU and RAM.
 
-    instance: Instance
+    Built from a snapshot (:meth:`of`) or, by a simulator fast form, from the same loads
+    read off the live state.
+    """
+
+    cluster: Cluster
     free_mem: np.ndarray
     util: np.ndarray
     free_cpu: np.ndarray
@@ -39,7 +44,7 @@ class ClusterState:
         cpu, ram = instance.node_usage
         c = instance.cluster
         return cls(
-            instance=instance,
+            cluster=c,
             free_mem=c.gpu_mem_gb - mem,
             util=util.copy(),
             free_cpu=c.node_cpu - cpu,
@@ -54,7 +59,7 @@ class ClusterState:
 
     def node_room(self, job: Job) -> np.ndarray:
         """How many of ``job``'s GPUs each server's free CPU and RAM can take."""
-        room = np.full(self.instance.cluster.num_nodes, _UNLIMITED, dtype=np.int64)
+        room = np.full(self.cluster.num_nodes, _UNLIMITED, dtype=np.int64)
         for free, need in ((self.free_cpu, job.cpu_per_gpu), (self.free_ram, job.ram_gb_per_gpu)):
             if need > 0:
                 room = np.minimum(room, np.floor((free + EPS) / need).astype(np.int64))
@@ -63,7 +68,7 @@ class ClusterState:
     def place(self, job: Job, gpus: Sequence[int]) -> None:
         """Record ``job`` on GPU indices ``gpus`` (the caller checked that it fits)."""
         gpus = np.asarray(gpus, dtype=np.int64)
-        node_of = self.instance.cluster.gpu_node
+        node_of = self.cluster.gpu_node
         self.free_mem[gpus] -= job.gpu_mem_gb or 0.0
         self.util[gpus] += job.gpu_util or 0.0
         self.busy[gpus] = True

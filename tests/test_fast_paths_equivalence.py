@@ -231,3 +231,65 @@ def test_liquid_fits_matches_node_loads():
     levels = data.level_cap.shape[1]
     assert np.array_equal(_levels_fit(loads.gpu, need, data.level_cap, levels),
                           ((loads.gpu + need[None, :levels]) <= data.level_cap).all(axis=1))
+
+
+def _ref_horus_round(instance: Instance, method: str):
+    """OBP / greedy (β unset) as a plain loop over every job, each tried on its own: the
+    code before ``pack_in_order`` (server room, capacity check, the full cost sort)."""
+    state = ClusterState.of(instance)
+    c = instance.cluster
+    p = parse_horus_params(instance.params)
+    per_node = int(c.node_gpu_count.max())
+    order = list(range(len(instance.jobs)))
+    if method == "greedy":
+        waits = [max(0.0, instance.time - j.submit_time) for j in instance.jobs]
+        order.sort(key=lambda j: -waits[j])  # stable: ties in queue order
+    placed = []
+    for j in order:
+        job = instance.jobs[j]
+        fits = state.gpu_fits(job)
+        room = state.node_room(job)
+        if method == "obp":
+            cost = -state.free_mem
+            candidates = np.flatnonzero(fits)
+        else:
+            node_ok = np.zeros(c.num_nodes, dtype=bool)
+            node_ok[c.gpu_node[fits]] = True
+            node_ok &= room >= 1
+            if node_ok.sum() < -(-job.num_gpus // per_node):
+                continue
+            candidates = np.flatnonzero(fits & node_ok[c.gpu_node])
+            cost = np.full(c.num_gpus, np.nan)
+            cost[candidates] = share_costs(
+                p, c.gpu_type, c.gpu_mem_gb, state.util, c.gpu_mem_gb - state.free_mem,
+                np.array([job.gpu_util]), np.array([job.gpu_mem_gb]), gpus=candidates)[0]
+        chosen = _ref_cheapest(c.gpu_node, room, cost, candidates, job.num_gpus)
+        if chosen is not None:
+            state.place(job, chosen)
+            placed.append((j, chosen))
+    return decision_from_indices(instance, placed)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("method", ["obp", "greedy"])
+def test_horus_rounds_match_the_plain_loop(seed, method):
+    """Queues mixing jobs with and without CPU/RAM shares, busy clusters, some jobs too
+    large: ``pack_in_order`` tries only the jobs that fit and gives the plain loop's
+    decision."""
+    rng = np.random.default_rng(seed)
+    # little CPU per server: the room of the jobs with shares binds
+    inst = generate_horus(seed=seed, nodes=4 + seed, gpus_per_node=4, busy=0.6, beta=30,
+                          cpu=14.0)
+    jobs = []
+    for i, job in enumerate(inst.jobs):
+        plain = rng.random() < 0.6
+        jobs.append(job.replace(
+            num_gpus=int(rng.choice([1, 1, 2, 3, 4, 8, 64])),
+            cpu_per_gpu=0.0 if plain else job.cpu_per_gpu,
+            ram_gb_per_gpu=0.0 if plain else job.ram_gb_per_gpu,
+            submit_time=float(rng.integers(0, 3)) if i % 3 else job.submit_time))
+    params = {k: v for k, v in inst.params.items() if k != "beta"}  # one buffer
+    inst = inst.replace(jobs=tuple(jobs), params=params)
+    got = getattr(horus_h, method)(inst)
+    assert got == _ref_horus_round(inst, method)
+    assert got.placements  # something was placed

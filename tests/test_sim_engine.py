@@ -192,7 +192,8 @@ def test_seeded_snapshot_caches_equal_fresh_computation(monkeypatch):
                  for i in range(30))
     w = Instance(problem="horus", cluster=homogeneous_cluster(2, 2, gpu_mem_gb=8.0), jobs=jobs,
                  params={})
-    simulate(w, "obp", SpeedModel(interference="horus"))
+    # greedy with β: a snapshot method (OBP and greedy without β are view forms)
+    simulate(w, Policy("greedy", options={"beta": 8}), SpeedModel(interference="horus"))
     simulate(sched2_tiny(), "fifo")
     assert len(seen) > 10
 
