@@ -86,8 +86,10 @@ class IdleGpus:
         g = shape.gpus_per_node
         eligible: list[int] = []  # servers by (idle count, index), counts >= g
         if len(self.free) <= FEW_SERVERS:
-            eligible = [n for _c, n in sorted((len(f), n) for n, f in enumerate(self.free)
-                                              if len(f) >= g)]
+            counts = list(map(len, self.free))
+            # a stable sort on the count keeps the servers of one count in index order
+            eligible = [n for n in sorted(range(len(counts)), key=counts.__getitem__)
+                        if counts[n] >= g]
         else:
             for c in sorted(c for c, servers in self._bucket.items() if c >= g and servers):
                 eligible.extend(sorted(self._bucket[c]))

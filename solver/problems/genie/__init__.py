@@ -177,12 +177,23 @@ def shape_rates(coef: ModelCoefficients, task: Task, platform: Platform,
     return hit
 
 
+_BY_JOB: dict[int, tuple[Job, ModelCoefficients, Platform, tuple]] = {}
+
+
 def job_rates(coef: ModelCoefficients, job: Job, platform: Platform
               ) -> tuple[tuple[Shape, float, float], ...]:
-    """:func:`shape_rates` of a GENIE job's task, looked up by the job's fields."""
+    """:func:`shape_rates` of a GENIE job's task, looked up by the job's fields; kept per
+    (job, coefficients, platform) objects too (a simulator asks about the same waiting
+    tasks at every call, and hashing the dataclasses of the key costs more)."""
+    mine = _BY_JOB.get(id(job))
+    if mine is not None and mine[0] is job and mine[1] is coef and mine[2] is platform:
+        return mine[3]
     hit = _RATES.get((coef, job.kind, job.batch_size, platform, job.batch_size))
     if hit is None:
         hit = shape_rates(coef, task_of(job), platform, job.batch_size)
+    if len(_BY_JOB) >= 1 << 17:
+        _BY_JOB.clear()
+    _BY_JOB[id(job)] = (job, coef, platform, hit)
     return hit
 
 
