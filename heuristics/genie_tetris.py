@@ -112,14 +112,40 @@ def _buckets(groups: list[Group], ge: list[int]) -> Buckets:
     return sorted(by.items(), key=lambda item: -item[0])
 
 
-def pack(groups: list[Group], idle: IdleGpus, memo: dict[tuple[int, ...], Buckets]
-         ) -> list[tuple[int, list[int]]]:
+def _first_fit(ranked: Ranked, ge: list[int]) -> Shape | None:
+    """The first shape of ``ranked`` that fits (``ge`` as in :func:`_buckets`)."""
+    top = len(ge)
+    for gpn, nodes, shape in ranked:
+        if (ge[gpn] if gpn < top else 0) >= nodes:
+            return shape
+    return None
+
+
+def pack(groups: list[Group], idle: IdleGpus, memo: dict[tuple[int, ...], Buckets],
+         holding: list[Group] | None = None) -> list[tuple[int, list[int]]]:
     """Tetris' loop over groups that all have a ranking: (arrival position, GPU indices)
     of the tasks started, in start order. ``memo``: :func:`_buckets` of ``groups`` per
-    idle state (the caller empties it when the groups change)."""
+    idle state (the caller empties it when the groups change); ``holding``: the groups
+    that hold tasks, when the caller knows them (few of them: looked at one by one)."""
     placed = []
+    few = holding is not None and 4 * len(holding) <= len(groups)
     while idle.total() > 0:
         ge = idle.servers_at_least()
+        if few:
+            pick = None  # (GPUs, head position, group, shape)
+            for g in holding:  # type: ignore[union-attr]
+                if g.tasks:
+                    shape = _first_fit(g.ranked, ge)  # type: ignore[arg-type]
+                    if shape is not None:
+                        n, head = shape.gpus, g.tasks[0]
+                        if pick is None or n > pick[0] or (n == pick[0] and head < pick[1]):
+                            pick = (n, head, g, shape)
+            if pick is None:
+                break
+            _, head, g, shape = pick
+            g.tasks.popleft()
+            placed.append((head, idle.take(shape)))
+            continue
         key = tuple(ge)
         buckets = memo.get(key)
         if buckets is None:
@@ -249,6 +275,7 @@ class TetrisQueue:
         self.nan = 0  # of which without a ranking
         self.memo: dict[tuple[int, ...], Buckets] = {}  # pack()'s, for these groups
         self.listed: list[Group] = []  # the groups, as pack() takes them
+        self.holding: dict[int, Group] = {}  # the groups that hold tasks
 
     def _add(self, pos: int) -> None:
         job = self.jobs[self.order[pos]]
@@ -257,12 +284,15 @@ class TetrisQueue:
             self.nan += 1
             g = self.groups[-1 - pos] = Group(None)
             self.listed = list(self.groups.values())
+            self.holding[-1 - pos] = g
         else:
             g = self.groups.get(id(ranked))
             if g is None:
                 g = self.groups[id(ranked)] = Group(ranked)
                 self.listed = list(self.groups.values())
                 self.memo.clear()
+            if not g.tasks:
+                self.holding[id(ranked)] = g
         g.tasks.append(pos)
         self.count += 1
 
@@ -277,6 +307,7 @@ class TetrisQueue:
         self.arrived = a
         if self.count != view.queue_length() or self._head() is not view.head():
             self.groups.clear()
+            self.holding.clear()
             self.listed = []
             self.memo.clear()
             self.count = self.nan = 0
@@ -284,7 +315,7 @@ class TetrisQueue:
                 self._add(self.rank[i])
 
     def _head(self) -> Any:
-        heads = [g.tasks[0] for g in self.groups.values() if g.tasks]
+        heads = [g.tasks[0] for g in self.holding.values()]
         return self.jobs[self.order[min(heads)]] if heads else None
 
 
@@ -300,8 +331,11 @@ def tetris_live(view: Any, *, by: str, policy_state: TetrisQueue | None = None
         queue.count = -1
         return decision, queue
     idle = IdleGpus.of_free([list(view.idle_gpus(s)) for s in range(view.cluster.num_nodes)])
-    started = pack(queue.listed, idle, queue.memo)
+    holding = queue.holding
+    started = pack(queue.listed, idle, queue.memo, list(holding.values()))
     queue.count -= len(started)
+    for key in [key for key, g in holding.items() if not g.tasks]:
+        del holding[key]
     started.sort()
     ids, jobs, order = view.cluster.gpu_ids, queue.jobs, queue.order
     return Decision.of(Placement(jobs[order[pos]].id, tuple(ids[g] for g in sorted(gpus)))
