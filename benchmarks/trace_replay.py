@@ -29,8 +29,9 @@ their tasks wait 1.1 h (FIFO, Capacity), 21 min (Min-Min) and 31 min (Weighted F
 average, SWAF's 1 min, Tetris+CER's 6 s, and every policy's makespan is the last arrival's
 end, while on 4 x 4 GPUs FIFO's queue grows without bound. Tetris+Perf (the highest-PR
 shape, many GPUs at low efficiency) overloads every cluster tried (6, 8, 16 servers;
-1,000 tasks): its queue grows through the run, so its replay costs grow with the square
-of the tasks (docs/simulator.md).
+1,000 tasks): its queue grows through the run (tens of thousands of tasks); its decisions
+look at one task per group of tasks whose shapes rank alike (``heuristics/genie_tetris.py``),
+so their cost does not grow with the queue (docs/simulator.md).
 
 ``cpu_s`` is the CPU time of the simulations (process time, loading excluded; loading is
 ``load_cpu_s``); ``peak_rss_mb`` is the process's peak resident memory, loading included.

@@ -38,13 +38,12 @@ arrival, then the queue position.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 
 from dlsched.decision import Decision
 from dlsched.errors import InputError
 from dlsched.instance import Instance
-from dlsched.method_support import decision_from_indices, free_gpus_by_server, heuristic_method
+from dlsched.method_support import decision_from_indices, heuristic_method
 from dlsched.problems.genie import (
     ECT_TOL,
     GenieTable,
@@ -58,111 +57,21 @@ from dlsched.problems.genie.model import Shape
 from dlsched.registry import BOOL, MethodSpec, OptionRule, register_method
 from dlsched.state import ViewPolicy, register_view_policy
 
+from .genie_idle import IdleGpus, MostIdle, arrival_key, arrival_order, best
 from .genie_live import live, some_gpu_idle
+from .genie_tetris import live_tetris, tetris, tetris_cer, tetris_perf
+
+__all__ = ["METHODS", "IdleGpus", "best", "capacity", "capacity_shares", "fifo", "minmin",
+           "swaf", "swaf_choice", "swaf_order", "swaf_shapes", "tetris", "tetris_cer",
+           "tetris_perf", "wfair"]
 
 WFAIR_ARRIVAL_WEIGHT = 0.5
-
-
-class IdleGpus:
-    """Idle GPU indices per server, consumed as tasks start."""
-
-    def __init__(self, instance: Instance) -> None:
-        self.free = free_gpus_by_server(instance)
-        # servers by idle count, so fits() costs O(GPUs per server), not O(servers)
-        self._servers_with: dict[int, int] = Counter(map(len, self.free))
-        self._buckets: dict[int, set[int]] | None = None  # built on the first take()
-        self._at_least: list[int] | None = None
-
-    @property
-    def _bucket(self) -> dict[int, set[int]]:
-        """Idle count -> servers with that many idle GPUs."""
-        if self._buckets is None:
-            self._buckets = {}
-            for n, f in enumerate(self.free):
-                self._buckets.setdefault(len(f), set()).add(n)
-        return self._buckets
-
-    def _taking(self, n: int, k: int) -> None:
-        c = len(self.free[n])
-        self._servers_with[c] -= 1
-        self._servers_with[c - k] = self._servers_with.get(c - k, 0) + 1
-        if self._buckets is not None:
-            self._buckets[c].discard(n)
-            self._buckets.setdefault(c - k, set()).add(n)
-        self._at_least = None
-
-    def _servers_at_least(self) -> list[int]:
-        """[g] -> number of servers with at least g idle GPUs (rebuilt after a take)."""
-        if self._at_least is None:
-            top = max(self._servers_with, default=0)
-            ge = [0] * (top + 2)
-            for c, m in self._servers_with.items():
-                ge[c] += m
-            for c in range(top - 1, -1, -1):
-                ge[c] += ge[c + 1]
-            self._at_least = ge
-        return self._at_least
-
-    def total(self) -> int:
-        return sum(c * m for c, m in self._servers_with.items())
-
-    def most(self) -> int:
-        return max((c for c, m in self._servers_with.items() if m), default=0)
-
-    def fits(self, shape: Shape) -> bool:
-        ge = self._servers_at_least()
-        g = shape.gpus_per_node
-        return (ge[g] if g < len(ge) else 0) >= shape.nodes
-
-    def take(self, shape: Shape) -> list[int]:
-        """Best-fit servers for ``shape`` (the caller checked ``fits``); their GPU indices."""
-        g = shape.gpus_per_node
-        eligible: list[int] = []  # servers by (idle count, index), counts >= g
-        for c in sorted(c for c, servers in self._bucket.items() if c >= g and servers):
-            eligible.extend(sorted(self._bucket[c]))
-            if len(eligible) >= shape.nodes:
-                break
-        out = []
-        for n in eligible[: shape.nodes]:
-            out.extend(self.free[n][:g])
-            self._taking(n, len(self.free[n][:g]))
-            del self.free[n][:g]
-        return out
-
-    def take_on_most_idle(self, gpus: int) -> list[int]:
-        """``gpus`` GPUs on the server with the most idle GPUs (ties: first server)."""
-        counts = list(map(len, self.free))
-        n = counts.index(max(counts))  # the first of the largest
-        out = self.free[n][:gpus]
-        self._taking(n, len(out))
-        del self.free[n][:gpus]
-        return out
-
-
-def best(options: list[ShapeOption] | tuple[ShapeOption, ...],
-         key: Callable[[ShapeOption], float]) -> ShapeOption | None:
-    """The option with the largest key; ties to the earliest (fewer GPUs, then servers)."""
-    top = None
-    for o in options:
-        if top is None or key(o) > key(top):
-            top = o
-    return top
 
 
 def swaf_choice(options: list[ShapeOption] | tuple[ShapeOption, ...]) -> ShapeOption | None:
     """Lines 5-13 of Alg. 1: best CER among shapes meeting Eq. 12, else best CER overall."""
     meeting = [o for o in options if o.on_time]
     return best(meeting or options, lambda o: o.cer)
-
-
-def _arrival(instance: Instance, j: int) -> tuple[float, int]:
-    return instance.jobs[j].submit_time, j
-
-
-def _arrival_order(instance: Instance) -> list[int]:
-    """Task indices by (arrival, index): a stable sort on the arrival alone."""
-    submit = [job.submit_time for job in instance.jobs]
-    return sorted(range(len(submit)), key=submit.__getitem__)
 
 
 def swaf_order(instance: Instance, table: GenieTable, *, late_last: bool = False
@@ -174,7 +83,7 @@ def swaf_order(instance: Instance, table: GenieTable, *, late_last: bool = False
         chosen = swaf_choice(table.options[j])
         w = job.deadline - (instance.time + chosen.latency)
         rows.append((j, chosen, w))
-    rows.sort(key=lambda r: (late_last and not r[1].on_time, r[2], *_arrival(instance, r[0])))
+    rows.sort(key=lambda r: (late_last and not r[1].on_time, r[2], *arrival_key(instance, r[0])))
     return rows
 
 
@@ -279,7 +188,7 @@ def _blind(instance: Instance, order: list[int], request: int | None,
     """Start tasks in ``order`` with the model-blind request, in strict order: a task that
     cannot start blocks the tasks after it (of its own queue when ``queue_of`` is given)."""
     _check_request(request)
-    idle = IdleGpus(instance)
+    idle = MostIdle(instance)
     placed = []
     blocked: set[str] = set()
     for j in order:
@@ -301,7 +210,7 @@ def _blind(instance: Instance, order: list[int], request: int | None,
 
 def fifo(instance: Instance, *, request: int | None = None) -> Decision:
     """FIFO: arrival order, model-blind request (module docstring)."""
-    return _blind(instance, _arrival_order(instance), request)
+    return _blind(instance, arrival_order(instance), request)
 
 
 def minmin(instance: Instance, *, request: int | None = None) -> Decision:
@@ -377,7 +286,7 @@ def capacity(instance: Instance, *, request: int | None = None) -> Decision:
         model = r.extra.get("model")
         if model in left:
             left[model] -= len(r.gpus)
-    order = _arrival_order(instance)
+    order = arrival_order(instance)
     model_of = [job.model for job in instance.jobs]
 
     def limit(j: int) -> int:
@@ -387,85 +296,6 @@ def capacity(instance: Instance, *, request: int | None = None) -> Decision:
         left[model_of[j]] -= k
 
     return _blind(instance, order, request, limit, used, lambda j: model_of[j])
-
-
-# --------------------------------------------------------------------------- Tetris
-def _ranked(rows: tuple[tuple[Shape, float, float], ...], by: str
-            ) -> list[tuple[int, int, Shape]] | None:
-    """(GPUs per server, servers, shape) of a task's ``job_rates`` rows by decreasing PR
-    (``by="pr"``) or CER, ties to the earlier row: the first of these that fits is what
-    :func:`best` picks among the fitting options. None when a key is NaN (no total order:
-    the caller scans the options with :func:`best`)."""
-    k = 1 if by == "pr" else 2
-    keys = [r[k] for r in rows]
-    if any(x != x for x in keys):
-        return None
-    # a stable sort with reverse=True keeps equal keys in their original order
-    order = sorted(range(len(rows)), key=keys.__getitem__, reverse=True)
-    return [(rows[i][0].gpus_per_node, rows[i][0].nodes, rows[i][0]) for i in order]
-
-
-_RANKED: dict[tuple[int, str], tuple[tuple, list[tuple[int, int, Shape]] | None]] = {}
-"""(id of a class's rows, key) -> (those rows, :func:`_ranked`), across calls."""
-
-
-def tetris(instance: Instance, *, by: str) -> Decision:
-    """Tetris packing with the best fitting shape by PR (``by="pr"``) or CER (``"cer"``)."""
-    params = parse_genie_params(instance.params)
-    platform = platform_of(instance, params.theta)
-    coefs = params.coefficients
-    idle = IdleGpus(instance)
-    key = (lambda o: o.rate) if by == "pr" else (lambda o: o.cer)
-    remaining = _arrival_order(instance)
-    # Idle GPUs only shrink, so a shape that does not fit never fits again: each task keeps
-    # a cursor into its shapes ranked by key and only moves it forward. Tasks of one class
-    # (model, kind, batch) share their rows, so their ranking is computed once (_RANKED).
-    ranked = {}
-    for j in remaining:
-        job = instance.jobs[j]
-        rows = job_rates(coefs[job.model], job, platform)
-        hit = _RANKED.get((id(rows), by))
-        if hit is None or hit[0] is not rows:
-            if len(_RANKED) >= 4096:
-                _RANKED.clear()
-            hit = _RANKED[(id(rows), by)] = (rows, _ranked(rows, by))
-        ranked[j] = hit[1]
-    table: GenieTable | None = None  # only for NaN keys
-    cursor = dict.fromkeys(remaining, 0)
-    placed = []
-    while remaining and idle.total() > 0:
-        ge = idle._servers_at_least()
-        top = len(ge)
-        pick = None
-        for j in remaining:  # arrival order: the first of equal scores wins
-            rows = ranked[j]
-            if rows is None:
-                table = table or genie_table(instance)
-                o = best([o for o in table.options[j] if idle.fits(o.shape)], key)
-                shape = None if o is None else o.shape
-            else:
-                c, end = cursor[j], len(rows)
-                while c < end and not ((ge[rows[c][0]] if rows[c][0] < top else 0)
-                                       >= rows[c][1]):
-                    c += 1
-                cursor[j] = c
-                shape = rows[c][2] if c < end else None
-            if shape is not None and (pick is None or shape.gpus > pick[1].gpus):
-                pick = (j, shape)
-        if pick is None:
-            break
-        remaining.remove(pick[0])
-        placed.append((pick[0], idle.take(pick[1])))
-    placed.sort()
-    return decision_from_indices(instance, placed)
-
-
-def tetris_perf(instance: Instance) -> Decision:
-    return tetris(instance, by="pr")
-
-
-def tetris_cer(instance: Instance) -> Decision:
-    return tetris(instance, by="cer")
 
 
 METHODS = (
@@ -489,6 +319,10 @@ for _name, _fn, _kind, _allowed, _summary in METHODS:
     register_method(MethodSpec("genie", _name, _kind,
                                heuristic_method(_fn, _allowed, OPTION_RULES, ("request",)),
                                summary=_summary))
-    # the simulator's fast form (heuristics/genie_live.py)
-    register_view_policy(ViewPolicy("genie", _name, live(_name, _fn), some_gpu_idle,
-                                    frozenset(_allowed)))
+    # the simulator's fast form (heuristics/genie_live.py; Tetris: heuristics/genie_tetris.py)
+    if _name.startswith("tetris-"):
+        register_view_policy(ViewPolicy("genie", _name, live_tetris(_name, _name[7:].replace(
+            "perf", "pr")), some_gpu_idle, frozenset(_allowed), stateful=True))
+    else:
+        register_view_policy(ViewPolicy("genie", _name, live(_name, _fn), some_gpu_idle,
+                                        frozenset(_allowed)))

@@ -30,7 +30,7 @@ class LiveSnapshot:
                  "__weakref__")
 
     def __init__(self, view: Any) -> None:
-        self.jobs: tuple[Job, ...] = tuple(view.queue())
+        self.jobs: tuple[Job, ...] = view.queue_jobs()
         self.time: float = view.time
         self.params = view.params
         self.cluster = view.cluster

@@ -162,6 +162,14 @@ class SimView:
         i = self._queue.head()
         return None if i is None else self._jobs[i]
 
+    def queue_jobs(self) -> tuple[Job, ...]:
+        """Pending jobs in arrival order (a tuple, cached until the queue changes)."""
+        return self._queue.jobs()
+
+    def queue_length(self) -> int:
+        """Number of pending jobs."""
+        return len(self._queue)
+
     def queue(self) -> Iterator[Job]:
         """Pending jobs in arrival order (lazily)."""
         jobs = self._jobs

@@ -177,12 +177,23 @@ def shape_rates(coef: ModelCoefficients, task: Task, platform: Platform,
     return hit
 
 
+_BY_JOB: dict[int, tuple[Job, ModelCoefficients, Platform, tuple]] = {}
+
+
 def job_rates(coef: ModelCoefficients, job: Job, platform: Platform
               ) -> tuple[tuple[Shape, float, float], ...]:
-    """:func:`shape_rates` of a GENIE job's task, looked up by the job's fields."""
+    """:func:`shape_rates` of a GENIE job's task, looked up by the job's fields; kept per
+    (job, coefficients, platform) objects too (a simulator asks about the same waiting
+    tasks at every call, and hashing the dataclasses of the key costs more)."""
+    mine = _BY_JOB.get(id(job))
+    if mine is not None and mine[0] is job and mine[1] is coef and mine[2] is platform:
+        return mine[3]
     hit = _RATES.get((coef, job.kind, job.batch_size, platform, job.batch_size))
     if hit is None:
         hit = shape_rates(coef, task_of(job), platform, job.batch_size)
+    if len(_BY_JOB) >= 1 << 17:
+        _BY_JOB.clear()
+    _BY_JOB[id(job)] = (job, coef, platform, hit)
     return hit
 
 
@@ -216,6 +227,22 @@ def _feasible_set(platform: Platform, batch: float | None) -> frozenset[Shape]:
     return frozenset(feasible_shapes(platform, batch=batch))
 
 
+_FEASIBLE: dict[tuple[int, int, float | None, int, int], bool] = {}
+
+
+def _feasible(platform: Platform, batch: float | None, shape: Shape) -> bool:
+    """``shape in _feasible_set(platform, batch)``, kept per the numbers it depends on
+    (``feasible_shapes`` reads the platform's nodes and GPUs per node, not θ): a
+    simulator checks every placement, and hashing the dataclasses costs more."""
+    key = (platform.nodes, platform.gpus_per_node, batch, shape.nodes, shape.gpus_per_node)
+    hit = _FEASIBLE.get(key)
+    if hit is None:
+        if len(_FEASIBLE) >= 1 << 16:
+            _FEASIBLE.clear()
+        hit = _FEASIBLE[key] = shape in _feasible_set(platform, batch)
+    return hit
+
+
 def lexicographic_weight(c_max: float) -> float:
     """The smallest power of ten strictly greater than ``c_max`` (>= 1)."""
     k = 0 if c_max < 1 else math.floor(math.log10(c_max)) + 1
@@ -225,31 +252,41 @@ def lexicographic_weight(c_max: float) -> float:
     return w
 
 
-_NODE_OF: dict[int, tuple[Any, dict[str, int]]] = {}
+_NODE_OF: dict[int, tuple[Any, dict[str, int], dict[tuple[str, ...], Shape | None]]] = {}
+_SHAPES_MAX = 1 << 16
 
 
-def _node_of_gpu(cluster: Any) -> dict[str, int]:
-    """GPU id -> server index, kept per cluster object (clusters are immutable)."""
+def _node_of_gpu(cluster: Any) -> tuple[dict[str, int], dict[tuple[str, ...], Shape | None]]:
+    """(GPU id -> server index, GPU ids -> :func:`shape_of_gpus`), kept per cluster
+    object (clusters are immutable)."""
     hit = _NODE_OF.get(id(cluster))
     if hit is None or hit[0] is not cluster:
         if len(_NODE_OF) >= 64:
             _NODE_OF.clear()
         node = cluster.gpu_node.tolist()
         hit = _NODE_OF[id(cluster)] = (cluster, {g: node[i] for g, i in
-                                                  cluster.gpu_index.items()})
-    return hit[1]
+                                                  cluster.gpu_index.items()}, {})
+    return hit[1], hit[2]
 
 
 def shape_of_gpus(instance: Instance, gpus: tuple[str, ...]) -> Shape | None:
     """The symmetric shape formed by GPU ids, or None when the servers hold unequal counts."""
-    node_of = _node_of_gpu(instance.cluster)
+    node_of, shapes = _node_of_gpu(instance.cluster)
+    # a simulator checks and times every placement: the same GPU sets come back
+    key = gpus if type(gpus) is tuple else tuple(gpus)
+    if key in shapes:
+        return shapes[key]
     per_node: dict[int, int] = {}
     for g in gpus:
         n = node_of[g]
         per_node[n] = per_node.get(n, 0) + 1
-    if not per_node or len(set(per_node.values())) != 1:
-        return None
-    return Shape(len(per_node), next(iter(per_node.values())))
+    shape = None
+    if per_node and len(set(per_node.values())) == 1:
+        shape = Shape(len(per_node), next(iter(per_node.values())))
+    if len(shapes) >= _SHAPES_MAX:
+        shapes.clear()
+    shapes[key] = shape
+    return shape
 
 
 @dataclass(frozen=True)
@@ -376,7 +413,7 @@ class GenieProblem(Problem):
             if shape is None:
                 out.append(Violation("shape", p.job, "servers hold unequal GPU counts: "
                                                      "the placement is not symmetric"))
-            elif shape not in _feasible_set(platform, job.batch_size):
+            elif not _feasible(platform, job.batch_size, shape):
                 out.append(Violation(
                     "shape", p.job, f"shape <{shape.nodes}, {shape.gpus_per_node}> gives a "
                     f"local batch below 1 (batch_size {job.batch_size})"))

@@ -33,6 +33,7 @@ class GenieLocality(GroupLocality):
         self._coefficients = parse_genie_params(workload.params).coefficients
         # PR of Eq. 5 per (model, kind, batch, shape): it does not depend on iterations
         self._rates: dict[tuple, float] = {}
+        self._slowdowns: dict[tuple, float] = {}  # counts_slowdown per (task fields, shape)
 
     def _latency(self, job: Job, nodes: int, gpn: int) -> float:
         """Lat(t, <nodes, gpn>) of Eq. 4, as :func:`~.model.latency` computes it."""
@@ -51,7 +52,13 @@ class GenieLocality(GroupLocality):
         if len(set(counts.tolist())) != 1:
             raise InputError(f"job {job.id!r} placed asymmetrically ({counts.tolist()})",
                              field="decision", fix="GENIE placements are symmetric shapes")
-        return self._latency(job, len(counts), int(counts[0])) / self._latency(job, 1, 1)
+        nodes, gpn = len(counts), int(counts[0])
+        key = (job.model, job.kind, job.batch_size, job.iterations, nodes, gpn)
+        slow = self._slowdowns.get(key)
+        if slow is None:
+            slow = self._slowdowns[key] = (self._latency(job, nodes, gpn)
+                                           / self._latency(job, 1, 1))
+        return slow
 
 
 register_locality("genie", GenieLocality)
