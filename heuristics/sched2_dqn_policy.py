@@ -238,7 +238,8 @@ class LiveRows:
         jobs = rows[:n]
         np.multiply(jobs[:, :3], np.array([idle_share, queue, queue]), out=jobs[:, 5:8])
         np.greater(wider, idle_max, out=jobs[:, 8])
-        rows[:, len(FEATURES):len(FEATURES) + 2] = (idle_share, load)
+        rows[:, len(FEATURES)] = idle_share
+        rows[:, len(FEATURES) + 1] = load
 
 
 def dqn_live(view, *, policy_state=None):
@@ -267,7 +268,7 @@ def dqn_live(view, *, policy_state=None):
     with one_blas_thread():
         while n:
             k = n if window is None else min(window, n)  # the jobs the agent sees
-            if not (demand[:k] <= free).any():
+            if demand[:k].min() > free:
                 break
             live.update(rows[:n + 1], demand[:n], int(idle.max()), total, n, free)
             q = network.forward(rows[:n + 1] if k == n
