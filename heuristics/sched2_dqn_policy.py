@@ -89,10 +89,12 @@ class NumpyJobQ:
     def __call__(self, rows: np.ndarray) -> np.ndarray:
         if len(rows) > 256:  # a long queue: one BLAS thread (the same Q-values, less CPU)
             with one_blas_thread():
-                return self._forward(rows)
-        return self._forward(rows)
+                return self.forward(rows)
+        return self.forward(rows)
 
-    def _forward(self, rows: np.ndarray) -> np.ndarray:
+    def forward(self, rows: np.ndarray) -> np.ndarray:
+        """The Q-values of ``rows`` on the calling thread's BLAS threads (``__call__``:
+        one thread for long queues)."""
         x = rows
         for k, (w, b) in enumerate(self.layers):
             x = x @ w
@@ -100,6 +102,8 @@ class NumpyJobQ:
             if k < LAYERS - 1:
                 np.maximum(x, 0.0, out=x)
         return x[:, 0]
+
+    _forward = forward
 
 
 @cache
@@ -172,6 +176,10 @@ class LiveRows:
         self.own = np.stack([log2_gpus, log_duration, np.zeros(len(a.gpus)),
                              (a.sensitivity - 1.0) * (a.gpus > 1), log2_gpus * log_duration,
                              a.gpus], axis=1)
+        # the same columns in a row's layout (Q_FEATURES), the call's columns left 0
+        self.table = np.zeros((len(a.gpus), len(Q_FEATURES)))
+        self.table[:, :5] = self.own[:, :5]
+        self._order: tuple[np.ndarray, np.ndarray] | None = None
 
     def block(self, records: np.ndarray, now: float) -> np.ndarray:
         """The per-job columns of ``records`` at time ``now`` (one row each)."""
@@ -198,14 +206,54 @@ class LiveRows:
         rows[-1, -1] = 1.0
         return rows
 
+    def arrival_order(self, view) -> np.ndarray:
+        """:func:`.sched2_priority.arrival_order`, kept while the queue's records are the
+        same array (the pending queue caches it until the queue changes)."""
+        records = view.queue_records()
+        if self._order is None or self._order[0] is not records:
+            self._order = (records, arrival_order(self.arrays, view))
+        return self._order[1]
+
+    def start(self, records: np.ndarray, now: float) -> np.ndarray:
+        """A buffer of ``len(records) + 1`` rows: the jobs' own columns and waiting times
+        at ``now`` (as :meth:`block`), the φ row last; :meth:`update` fills the rest."""
+        n = len(records)
+        out = np.empty((n + 1, len(Q_FEATURES)))
+        np.take(self.table, records, axis=0, out=out[:n], mode="clip")  # valid indices
+        out[:n, 2] = np.log1p((now - self.arrays.submit[records]) / WAIT_SCALE_S)
+        out[n] = 0.0
+        out[n, -1] = 1.0
+        return out
+
+    @staticmethod
+    def update(rows: np.ndarray, wider: np.ndarray, idle_max: int, total_gpus: int,
+               queued: int, free: int) -> None:
+        """Fill the call's columns of ``rows`` (:meth:`start`, jobs then φ) in place: the
+        numbers :meth:`rows` computes, by the same operations (``wider``: the jobs' GPU
+        counts, compared with ``idle_max``)."""
+        n = len(rows) - 1
+        idle_share = float(free) / total_gpus
+        load = np.log1p(queued / total_gpus)
+        queue = float(load)
+        jobs = rows[:n]
+        np.multiply(jobs[:, :3], np.array([idle_share, queue, queue]), out=jobs[:, 5:8])
+        np.greater(wider, idle_max, out=jobs[:, 8])
+        rows[:, len(FEATURES)] = idle_share
+        rows[:, len(FEATURES) + 1] = load
+
 
 def dqn_live(view, *, policy_state=None):
-    """``dqn`` (shipped agent) on the live view: :func:`dqn_decision` without a snapshot."""
+    """``dqn`` (shipped agent) on the live view: :func:`dqn_decision` without a snapshot.
+
+    The rows are built once per call and, after each pick, the picked job's row is
+    dropped and only the columns that depend on the cluster and the queue's length are
+    refilled; the network reads the same matrices as :func:`dqn_decision` (bit for bit), on
+    one BLAS thread."""
     if policy_state is None:
         policy_state = (LiveRows(view), *load_network(shipped_weights()))
     live, network, window = policy_state
     arrays = live.arrays
-    queue = arrival_order(arrays, view)
+    queue = live.arrival_order(view)
     placer = Placer(view)
     if not len(queue):
         return placer.decision(), policy_state
@@ -213,29 +261,36 @@ def dqn_live(view, *, policy_state=None):
     idle = idle_per_server(view)
     free = int(idle.sum())
     running = free < total  # every SCHED² job holds a GPU
-    block = live.block(queue, view.time)  # row k: the k-th queued job (picked ones deleted)
-    records = queue.tolist()
-    while records:
-        shown = block[:window]
-        if not (shown[:, 5] <= free).any():
-            break
-        q = network(live.rows(shown, idle, total, len(records), free))
-        if not running:
-            q[-1] = -np.inf
-        pick = int(np.argmax(q))
-        if pick == len(shown):
-            break
-        r = records[pick]
-        got = placer.place(int(arrays.gpus[r]))
-        if got is None:  # it waits for this job
-            break
-        placer.take(arrays.ids[r], got)
-        for s, k in got[1].items():
-            idle[s] -= k
-        free -= len(got[0])
-        del records[pick]
-        block = np.concatenate((block[:pick], block[pick + 1:]))
-        running = True
+    n = len(queue)
+    shown = queue.tolist()  # arrival order; picked jobs are deleted
+    rows = live.start(queue, view.time)  # row k: shown[k]; φ after the last job
+    demand = arrays.gpus[queue]  # float64, as the rows' comparisons read them
+    with one_blas_thread():
+        while n:
+            k = n if window is None else min(window, n)  # the jobs the agent sees
+            if demand[:k].min() > free:
+                break
+            live.update(rows[:n + 1], demand[:n], int(idle.max()), total, n, free)
+            q = network.forward(rows[:n + 1] if k == n
+                                else np.concatenate((rows[:k], rows[n:n + 1])))
+            if not running:
+                q[-1] = -np.inf
+            pick = int(np.argmax(q))
+            if pick == k:
+                break
+            r = shown[pick]
+            got = placer.place(int(arrays.gpus[r]))
+            if got is None:  # it waits for this job
+                break
+            placer.take(arrays.ids[r], got)
+            for s, c in got[1].items():
+                idle[s] -= c
+            free -= len(got[0])
+            del shown[pick]
+            rows[pick:n] = rows[pick + 1:n + 1]  # the later jobs and φ move up one row
+            demand[pick:n - 1] = demand[pick + 1:n]
+            n -= 1
+            running = True
     return placer.decision(), policy_state
 
 

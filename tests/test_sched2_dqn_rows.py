@@ -1,0 +1,56 @@
+"""``dqn``'s fast form fills one row buffer per call and refills it in place after each pick
+(:meth:`LiveRows.start` / :meth:`LiveRows.update`); after any sequence of picks the buffer
+equals :meth:`LiveRows.rows` (itself :func:`q_rows`, ``test_sched2_dqn_live.py``) bit for
+bit, and so do the network's Q-values on it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dlsched import homogeneous_cluster
+from dlsched.heuristics.sched2_dqn_policy import LiveRows, load_network, shipped_weights
+from dlsched.instances.sched2_gen import generate_sched2
+from dlsched.jobs import JobColumns
+
+
+class _View:
+    """The few things LiveRows reads of a live view."""
+
+    def __init__(self, workload) -> None:
+        self.workload_jobs = workload.jobs
+        self.workload_columns = JobColumns(workload.jobs)
+        self.params = workload.params
+        self.cluster = workload.cluster
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_refilled_rows_equal_fresh_rows_after_picks(seed):
+    rng = np.random.default_rng(100 + seed)
+    servers, per = int(rng.integers(2, 30)), int(rng.choice([4, 8]))
+    w = generate_sched2(seed=seed, jobs=300, servers=servers, gpus_per_server=per)
+    w = w.replace(cluster=homogeneous_cluster(servers, per))
+    live = LiveRows(_View(w))
+    network, _ = load_network(shipped_weights())
+    total = servers * per
+    a = live.arrays
+    for _ in range(10):
+        n = int(rng.integers(1, 150))
+        records = rng.choice(len(w.jobs), size=n, replace=False)
+        now = float(a.submit.max()) + float(rng.exponential(5000.0))
+        idle = rng.integers(0, per + 1, size=servers)
+        rows = live.start(records, now)
+        kept = list(records)
+        demand = a.gpus[records]
+        while kept:
+            m = len(kept)
+            free = int(idle.sum())
+            live.update(rows[:m + 1], demand[:m], int(idle.max()), total, m, free)
+            fresh = live.rows(live.block(np.array(kept), now), idle, total, m, free)
+            assert np.array_equal(rows[:m + 1], fresh)
+            assert np.array_equal(network.forward(rows[:m + 1]), network(fresh))
+            pick = int(rng.integers(0, m))  # drop a job as dqn_live does, change the idle GPUs
+            del kept[pick]
+            rows[pick:m] = rows[pick + 1:m + 1]
+            demand[pick:m - 1] = demand[pick + 1:m]
+            idle[int(rng.integers(0, servers))] = int(rng.integers(0, per + 1))
