@@ -300,7 +300,8 @@ def run_exact(instance: Instance, *, backend: str, time_limit: float | None, see
     check_options(options)
     check_exact_options({"reduce": reduce, "symmetry": symmetry, "num_workers": num_workers,
                          "solver_options": solver_options,
-                         "initial_solution": initial_solution},
+                         "initial_solution": initial_solution, "form": form,
+                         "max_patterns": max_patterns},
                         {"reduce": BOOL, "symmetry": BOOL, "form": ("str", None, None),
                          "max_patterns": ("int", 1, None)})
     if form not in FORMS:

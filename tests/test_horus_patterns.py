@@ -84,6 +84,8 @@ def test_pattern_options_are_checked():
     inst = tiny_instance(0, "paper")
     bad_form = solve(inst, "exact", backend="cbc", form="columns")
     assert bad_form.status is Status.INVALID_INPUT and "options.form" in bad_form.message
+    bad_cap = solve(inst, "exact", backend="cbc", form="patterns", max_patterns="many")
+    assert bad_cap.status is Status.INVALID_INPUT and "options.max_patterns" in bad_cap.message
     capped = solve(generate_horus(seed=0, nodes=2, busy=0.0, beta=6), "exact",
                    backend="cbc", form="patterns", max_patterns=3)
     assert capped.status is Status.INVALID_INPUT and "max_patterns" in capped.message
