@@ -9,10 +9,12 @@ registered. Gaps are relative to the best proven-optimal objective of the instan
 the evaluator's objectives: (heuristic − optimum) / |optimum|. The objective includes the
 penalty per GPU request left waiting, which dominates when a method places fewer
 requests than the optimum; the last column shows how many it left. Times are wall-clock on
-the machine that runs the script (reported in the header). The last line is one JSON
+the machine that runs the script (reported in the header); CPU s are this process's and
+its children's (CBC) CPU seconds around each exact solve. The last line is one JSON
 object with every figure.
 
     python -m dlsched.benchmarks.horus_scale --seeds 20 --busy 0.5 [--backends cbc,scip]
+        [--form patterns]
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import time
 
@@ -37,8 +40,15 @@ EXACT = BACKENDS  # every backend of the layer: cbc, highs, scip, cpsat
 HEURISTICS = ("greedy", "obp", "fifo")
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (CBC runs as a child)."""
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + kids.ru_utime + kids.ru_stime
+
+
 def run(seeds: int, busy: float, cost_model: str, time_limit: float, nodes: int,
-        beta: int, backends: tuple[str, ...] = EXACT) -> tuple[str, dict]:
+        beta: int, backends: tuple[str, ...] = EXACT, form: str = "pairs"
+        ) -> tuple[str, dict]:
     """Run the protocol; returns the markdown report and the figures (JSON-ready)."""
     rows: dict[str, list[dict]] = {name: [] for name in (*backends, *HEURISTICS)}
     for seed in range(seeds):
@@ -46,8 +56,11 @@ def run(seeds: int, busy: float, cost_model: str, time_limit: float, nodes: int,
                               cost_model=cost_model)
         optimum = None
         for backend in backends:
-            r = solve(inst, "exact", backend=backend, time_limit=time_limit, seed=seed)
+            cpu = _cpu()
+            r = solve(inst, "exact", backend=backend, time_limit=time_limit, seed=seed,
+                      form=form)
             rows[backend].append(dict(status=r.status, objective=r.objective,
+                                      cpu=_cpu() - cpu, bound=r.bound,
                                       build=r.build_time, wall=r.wall_time,
                                       decision=r.decision,
                                       solve=r.extra.get("solve_time"),
@@ -68,7 +81,7 @@ def run(seeds: int, busy: float, cost_model: str, time_limit: float, nodes: int,
                 last["gap"] = 0.0
     figures = {name: [{k: (v.value if isinstance(v, Status) else v) for k, v in r.items()}
                       for r in runs] for name, runs in rows.items()}
-    return _table(rows, seeds, busy, cost_model, time_limit, nodes, beta), figures
+    return _table(rows, seeds, busy, cost_model, time_limit, nodes, beta, form), figures
 
 
 def _fmt(values: list[float], scale: float = 1.0, digits: int = 3) -> str:
@@ -78,8 +91,9 @@ def _fmt(values: list[float], scale: float = 1.0, digits: int = 3) -> str:
             f"{max(values) * scale:.{digits}f}")
 
 
-def _table(rows, seeds, busy, cost_model, time_limit, nodes, beta) -> str:
+def _table(rows, seeds, busy, cost_model, time_limit, nodes, beta, form) -> str:
     head = (f"Horus {nodes}×8, β = {beta}, busy = {busy}, cost model {cost_model}, "
+            f"exact form {form}, "
             f"{seeds} seeds, time limit {time_limit:g} s; {platform.processor() or 'cpu'}, "
             f"{os.cpu_count()} cores\n\n")
     table = []
@@ -89,14 +103,16 @@ def _table(rows, seeds, busy, cost_model, time_limit, nodes, beta) -> str:
         build = [r["build"] for r in runs if r.get("build") is not None]
         solve_t = [r["solve"] for r in runs if r.get("solve") is not None]
         wall = [r["wall"] for r in runs]
+        cpu = [r["cpu"] for r in runs if r.get("cpu") is not None]
         unplaced = [r["unplaced"] for r in runs if "unplaced" in r]
         label = name if name in HEURISTICS else f"exact ({name})"
         mean_unplaced = f"{statistics.mean(unplaced):.2f}" if unplaced else "-"
         table.append([label, f"{opt}/{len(runs)}", _fmt(build), _fmt(solve_t), _fmt(wall),
-                      _fmt(gaps, 100, 2), sum(g > 1e-9 for g in gaps), mean_unplaced])
+                      _fmt(cpu), _fmt(gaps, 100, 2), sum(g > 1e-9 for g in gaps),
+                      mean_unplaced])
     return head + "\n" + markdown_table(
         ["method", "optimal", "build s (mean / max)", "solve s (mean / max)",
-         "wall s (mean / max)", "gap % (mean / max)", "gap > 0",
+         "wall s (mean / max)", "CPU s (mean / max)", "gap % (mean / max)", "gap > 0",
          "unplaced GPU requests (mean)"], table)
 
 
@@ -110,10 +126,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beta", type=int, default=15)
     parser.add_argument("--backends", type=parse_backends, default=EXACT,
                         help=f"comma-separated exact backends ({','.join(EXACT)})")
+    parser.add_argument("--form", default="pairs", choices=["pairs", "patterns"],
+                        help="exact model form (default pairs; patterns: docs/horus.md)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     text, figures = run(args.seeds, args.busy, args.cost_model, args.time_limit, args.nodes,
-                        args.beta, args.backends)
+                        args.beta, args.backends, args.form)
     print(text)
     wall = time.perf_counter() - start
     print(f"\ntotal {wall:.0f} s")

@@ -53,7 +53,10 @@ from .backend import (
 )
 from .backends import new_model
 from .horus_data import HorusData, horus_data
+from .horus_patterns import MAX_PATTERNS, run_patterns
 from .symmetry_hints import chained_runs, relabel_in_runs
+
+FORMS = ("pairs", "patterns")
 
 CutPoints = dict[int, set[int]]
 """GPU index → whole percents at which the colocation model must equal f exactly."""
@@ -282,22 +285,37 @@ def _decision_from(inst: Instance, chosen: dict[int, list[int]]) -> Decision:
 def run_exact(instance: Instance, *, backend: str, time_limit: float | None, seed: int = 0,
               num_workers: int = 1, solver_options: dict | None = None,
               initial_solution: Decision | None = None, reduce: bool = True,
-              symmetry: bool = True, **options) -> MethodOutput:
+              symmetry: bool = True, form: str = "pairs", max_patterns: int = MAX_PATTERNS,
+              **options) -> MethodOutput:
     """Solve the Horus model; for the colocation cost model, a cutting-plane loop.
 
     Options: ``reduce`` (exact candidate reduction) and ``symmetry`` (GPU twins), both on;
+    ``form``: ``"pairs"`` (default, the paper's x[j,g] model) or ``"patterns"`` (one count
+    per GPU class and job set, :mod:`dlsched.formulations.horus_patterns`; one solve in
+    both cost models; ``max_patterns`` caps its columns, ``symmetry`` also groups its
+    classes);
     ``num_workers``, ``solver_options`` and ``initial_solution`` (a Decision used as a
     warm start) as for every exact method.
     """
     check_options(options)
     check_exact_options({"reduce": reduce, "symmetry": symmetry, "num_workers": num_workers,
                          "solver_options": solver_options,
-                         "initial_solution": initial_solution},
-                        {"reduce": BOOL, "symmetry": BOOL})
+                         "initial_solution": initial_solution, "form": form,
+                         "max_patterns": max_patterns},
+                        {"reduce": BOOL, "symmetry": BOOL, "form": ("str", None, None),
+                         "max_patterns": ("int", 1, None)})
+    if form not in FORMS:
+        raise InputError(f"form = {form!r}", field="options.form",
+                         fix=f"one of {', '.join(FORMS)}")
     deadline = Deadline(time_limit)
     hint = None if initial_solution is None else _chosen_from(instance, initial_solution)
     data = horus_data(instance, reduce=bool(reduce), symmetry=bool(symmetry),
                       extra_pairs=[(j, g) for j, gpus in (hint or {}).items() for g in gpus])
+    if form == "patterns":
+        if backend == "cpsat":  # without its LP, CP-SAT's bound stays far off
+            solver_options = {"linearization_level": 2, **(solver_options or {})}
+        return run_patterns(data, backend, deadline, seed, hint, num_workers, solver_options,
+                            max_patterns)
     if backend == "cpsat" and data.colocation:  # its LP carries the t-rows' bound
         solver_options = {"linearization_level": 2, **(solver_options or {})}
     cuts: CutPoints = initial_cut_points(data) if data.colocation else {}

@@ -43,3 +43,17 @@ def test_horus_scale_tiny_runs_all_four(capsys):
         assert any(line.startswith(f"| exact ({backend}) | 1/1") for line in lines)
     objectives = {figures["methods"][b][0]["objective"] for b in BACKENDS}
     assert max(objectives) - min(objectives) < 1e-6
+
+
+def test_horus_scale_pattern_form_agrees(capsys):
+    args = ["--seeds", "1", "--nodes", "2", "--beta", "4", "--busy", "0.9",
+            "--time-limit", "20", "--backends", "cbc"]
+    objectives = []
+    for form in ("pairs", "patterns"):
+        assert horus_scale.main([*args, "--form", form]) == 0
+        figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        assert figures["arguments"]["form"] == form
+        run = figures["methods"]["cbc"][0]
+        assert run["status"] == "optimal" and run["cpu"] > 0
+        objectives.append(run["objective"])
+    assert abs(objectives[0] - objectives[1]) < 1e-6

@@ -1,0 +1,101 @@
+"""The pattern form of the exact Horus model (``form="patterns"``) against brute force,
+on every backend; the default form is tested in test_horus_exact.py."""
+
+from __future__ import annotations
+
+import pytest
+from test_horus_exact import brute_force_optimum, cpu_bound_instance, tiny_instance
+
+from dlsched import solve, validate
+from dlsched.instances.horus_gen import generate_horus
+from dlsched.result import Status
+
+PAPER_SEEDS = range(25)
+COLOCATION_SEEDS = range(15)
+CPU_SEEDS = range(6)
+TWIN_SEEDS = range(8)
+
+
+def twin_instance(seed: int, cost_model: str):
+    """One server of 4 GPUs, half idle or all idle: classes of 2-4 interchangeable GPUs
+    (integer counts), with more jobs than the idle GPUs so that jobs stack."""
+    return generate_horus(seed=seed, nodes=1, gpus_per_node=4, beta=3,
+                          busy=0.5 if seed % 2 else 0.0, cpu=64.0, ram_gb=64.0,
+                          cost_model=cost_model)
+
+
+def _cases():
+    for seed in PAPER_SEEDS:
+        yield "tiny", "paper", seed
+    for seed in COLOCATION_SEEDS:
+        yield "tiny", "colocation", seed
+    for model in ("paper", "colocation"):
+        for seed in CPU_SEEDS:
+            yield "cpu", model, seed
+        for seed in TWIN_SEEDS:
+            yield "twins", model, seed
+
+
+def _instance(kind: str, model: str, seed: int):
+    if kind == "tiny":
+        return tiny_instance(seed, model)
+    if kind == "cpu":
+        return cpu_bound_instance(seed, model)
+    return twin_instance(seed, model)
+
+
+@pytest.fixture(scope="module")
+def optima() -> dict[tuple[str, str, int], float]:
+    return {case: brute_force_optimum(_instance(*case)) for case in _cases()}
+
+
+def test_patterns_match_brute_force(backend, optima):
+    for case in _cases():
+        instance = _instance(*case)
+        result = solve(instance, "exact", backend=backend, time_limit=30, form="patterns")
+        assert result.status is Status.OPTIMAL, (case, result.message)
+        assert validate(instance, result.decision).ok, case
+        assert result.objective == pytest.approx(optima[case], abs=1e-6), case
+        assert result.bound <= result.objective + 1e-6, case
+        assert result.extra["form"] == "patterns"
+
+
+def test_twin_instances_do_count_classes():
+    """Guard the suite: the twin instances really have classes of several GPUs."""
+    grouped = 0
+    for seed in TWIN_SEEDS:
+        inst = twin_instance(seed, "paper")
+        result = solve(inst, "exact", backend="cbc", time_limit=30, form="patterns")
+        grouped += result.extra["classes"] < inst.cluster.num_gpus
+    assert grouped == len(TWIN_SEEDS)
+
+
+def test_patterns_take_a_warm_start(backend, optima):
+    for seed in CPU_SEEDS:
+        inst = cpu_bound_instance(seed)
+        start = solve(inst, "obp").decision
+        result = solve(inst, "exact", backend=backend, time_limit=30, form="patterns",
+                       initial_solution=start)
+        assert result.status is Status.OPTIMAL, seed
+        assert result.objective == pytest.approx(optima["cpu", "paper", seed], abs=1e-6)
+
+
+def test_pattern_options_are_checked():
+    inst = tiny_instance(0, "paper")
+    bad_form = solve(inst, "exact", backend="cbc", form="columns")
+    assert bad_form.status is Status.INVALID_INPUT and "options.form" in bad_form.message
+    bad_cap = solve(inst, "exact", backend="cbc", form="patterns", max_patterns="many")
+    assert bad_cap.status is Status.INVALID_INPUT and "options.max_patterns" in bad_cap.message
+    capped = solve(generate_horus(seed=0, nodes=2, busy=0.0, beta=6), "exact",
+                   backend="cbc", form="patterns", max_patterns=3)
+    assert capped.status is Status.INVALID_INPUT and "max_patterns" in capped.message
+
+
+def test_patterns_agree_with_pairs_on_a_tight_snapshot():
+    """16 × 8 at 90 % busy (the issue's hard case, seed 1): both forms prove the same
+    optimum (the pair form within a generous limit)."""
+    inst = generate_horus(seed=1, nodes=16, busy=0.9, beta=15)
+    patterns = solve(inst, "exact", backend="cbc", time_limit=120, form="patterns")
+    pairs = solve(inst, "exact", backend="scip", time_limit=120)
+    assert patterns.status is pairs.status is Status.OPTIMAL
+    assert patterns.objective == pytest.approx(pairs.objective, abs=1e-6)
