@@ -185,7 +185,8 @@ def test_the_docs_commands_run_from_the_repository_root_with_the_default_output(
     before = len(pd.read_csv(scores)) if scores.exists() else 0
     try:
         code, err = _as_a_user([
-            "compete", "--suite", "quick", "--no-progress", "--time-limit", "20",
+            # --no-plots: the page's images are checked by the callable-entrant test above
+            "compete", "--suite", "quick", "--no-progress", "--no-plots", "--time-limit", "20",
             "--solver", "dlsched solve {instance} --method greedy -o {solution}",
             "--name", "greedy",
             "--solver", "python examples/external_solver.py {instance} {solution}",
@@ -205,7 +206,8 @@ def test_the_docs_commands_run_from_the_repository_root_with_the_default_output(
 
 
 def test_a_competition_where_every_entrant_fails_exits_non_zero(tmp_path, monkeypatch, capsys):
-    code, err = _as_a_user(["compete", "--suite", "quick", "--no-progress", "--output", "out",
+    code, err = _as_a_user(["compete", "--suite", "quick", "--no-progress", "--no-plots",
+                            "--output", "out",
                             "--solver", "./no-such-solver {instance} {solution}"], tmp_path,
                            monkeypatch, capsys)
     assert code == 1
