@@ -172,7 +172,8 @@ def _cmd_compete(args: argparse.Namespace) -> int:
                            progress=not args.no_progress,
                            limits=Limits(args.memory_limit, args.max_solution_mb,
                                          args.max_output_kb),
-                           run_as=args.run_as, cpu_limit=args.cpu_limit)
+                           run_as=args.run_as, cpu_limit=args.cpu_limit,
+                           plots=not args.no_plots)
     from .report import frame_table
 
     print(frame_table(board, ".4f"))
@@ -342,6 +343,8 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     com.add_argument("--update-best", action="store_true",
                      help="store validated improvements as best known values")
     com.add_argument("--no-progress", action="store_true", help="no progress bar")
+    com.add_argument("--no-plots", action="store_true",
+                     help="the page without the profile images (tables only)")
     com.set_defaults(func=_cmd_compete)
 
     repro = subparsers.add_parser(

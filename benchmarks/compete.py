@@ -332,7 +332,8 @@ def compete(manifest: Manifest, entrants: list[Entrant], output: str | Path, *,
             time_limit: float, grace: float = 2.0, seed: int = 0,
             update_best: bool = False, progress: bool = True,
             limits: Limits | None = None, run_as: str | None = "auto",
-            cpu_limit: float | None = None) -> tuple[pd.DataFrame, list[str]]:
+            cpu_limit: float | None = None,
+            plots: bool = True) -> tuple[pd.DataFrame, list[str]]:
     """Run every entrant on every instance (one at a time, for fair timing).
 
     Adds each row to ``OUTPUT/scores.csv`` as it comes, then rewrites ``leaderboard.csv``
@@ -342,7 +343,8 @@ def compete(manifest: Manifest, entrants: list[Entrant], output: str | Path, *,
     Each solver runs in a private folder outside ``OUTPUT``, as the user ``run_as`` picks
     (:func:`~.sandbox.entrant_identity`: by default, under root, an unprivileged user of
     its own), with ``cpu_limit`` CPU seconds per process when given (``RLIMIT_CPU``);
-    ``OUTPUT/runs`` is readable by the runner's user only.
+    ``OUTPUT/runs`` is readable by the runner's user only. ``OUTPUT/index.html`` has the
+    profiles as images when ``plots``.
     """
     from tqdm import tqdm
 
@@ -390,7 +392,7 @@ def compete(manifest: Manifest, entrants: list[Entrant], output: str | Path, *,
         write_text(out / "leaderboard.md", leaderboard_markdown(board, manifest.suite,
                                                                  time_limit), "--output")
         compete_page(_read_scores(scores), board, out, suite=manifest.suite,
-                     time_limit=time_limit, tol=SOLVED_TOL)
+                     time_limit=time_limit, tol=SOLVED_TOL, plots=plots)
     return board, notes
 
 

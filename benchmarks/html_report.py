@@ -139,8 +139,9 @@ def _png(draw) -> tuple[bytes, bytes]:
     return time_png.getvalue(), gap_png.getvalue()
 
 
-def group_section(g: GroupReport, per_instance: pd.DataFrame) -> Section:
-    """A benchmark group: summary, n/a reasons, families, profiles, per-instance runs."""
+def group_section(g: GroupReport, per_instance: pd.DataFrame, plots: bool = True) -> Section:
+    """A benchmark group: summary, n/a reasons, families, profiles (drawn when ``plots``),
+    per-instance runs."""
     paragraphs = [line.removeprefix("- ") for line in not_taken_lines(g.skipped) if line]
     tables = [("Summary per solver", g.summary, f"summary-{g.stem}")]
     images: list[tuple[str, bytes]] = []
@@ -150,8 +151,12 @@ def group_section(g: GroupReport, per_instance: pd.DataFrame) -> Section:
             tables.append((f"{g.mode.columns[0]} by instance family (failed runs in "
                            "parentheses; n/a: not taken)", g.families.reset_index(),
                            f"families-{g.stem}"))
-        time_png, gap_png = _png(g.plot)
-        images = [(f"{g.stem} time profile", time_png), (f"{g.stem} gap profile", gap_png)]
+        if plots:
+            time_png, gap_png = _png(g.plot)
+            images = [(f"{g.stem} time profile", time_png),
+                      (f"{g.stem} gap profile", gap_png)]
+        else:
+            paragraphs.append("Profiles not drawn (--no-plots).")
     tables.append(("Per instance: every run (n/a: not taken, with the reason)", per_instance,
                    f"runs-{g.stem}"))
     return Section(g.title, paragraphs, tables, images)
@@ -204,7 +209,7 @@ def bench_page(table: pd.DataFrame, out_dir: str | Path, *, tol: float,
 
 
 def compete_page(scores: pd.DataFrame, board: pd.DataFrame, out_dir: str | Path, *,
-                 suite: str, time_limit: float, tol: float) -> Path:
+                 suite: str, time_limit: float, tol: float, plots: bool = True) -> Path:
     """The page of a competition: the leaderboard, then per problem the entrants'
     summary and profiles (as in a benchmark report, each entrant a solver) and every
     scored run.
@@ -221,6 +226,8 @@ def compete_page(scores: pd.DataFrame, board: pd.DataFrame, out_dir: str | Path,
         For the title.
     tol
         Relative distance to the reference at which a run counts as reaching it.
+    plots
+        Draw the time and gap profiles (PNG, inline); else the page says they were not.
     """
     from .report import group_reports
 
@@ -244,7 +251,7 @@ def compete_page(scores: pd.DataFrame, board: pd.DataFrame, out_dir: str | Path,
         per_instance = part[["instance", "entrant", "outcome", "objective", "best_known",
                              "score", "wall_time", "reason"]].rename(columns={
                                  "best_known": "best known", "wall_time": "wall time s"})
-        section = group_section(g, per_instance.sort_values(["instance", "entrant"]))
+        section = group_section(g, per_instance.sort_values(["instance", "entrant"]), plots)
         sections.append(Section(section.heading, section.paragraphs,
                                 [(c, t.drop(columns=["optimal"], errors="ignore"), i)
                                  if i.startswith("summary-") else (c, t, i)

@@ -21,8 +21,8 @@ from dlsched.instances.sched2_gen import generate_sched2
 from dlsched.simulate import Policy, simulate, summary
 
 
-def episodes(seeds: range) -> list:
-    return [generate_sched2(seed=s, jobs=200, servers=4, gpus_per_server=8,
+def episodes(seeds: range, jobs: int) -> list:
+    return [generate_sched2(seed=s, jobs=jobs, servers=4, gpus_per_server=8,
                             interarrival=200.0) for s in seeds]
 
 
@@ -30,14 +30,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10_000, help="training steps (10000)")
     parser.add_argument("--seed", type=int, default=0, help="seed (0)")
+    # smaller settings run the same code in seconds (tests/test_examples.py)
+    parser.add_argument("--jobs", type=int, default=200, help="jobs per episode (200)")
+    parser.add_argument("--n-steps", type=int, default=256,
+                        help="steps per rollout before an update (256)")
     args = parser.parse_args()
     gym.register_envs(dlsched.rl)
-    env = gym.make("dlsched/Sched2-v0", workloads=episodes(range(5)), window=10)
-    model = MaskablePPO("MlpPolicy", env, n_steps=256, batch_size=64, seed=args.seed,
+    env = gym.make("dlsched/Sched2-v0", workloads=episodes(range(5), args.jobs), window=10)
+    model = MaskablePPO("MlpPolicy", env, n_steps=args.n_steps,
+                        batch_size=min(64, args.n_steps), seed=args.seed,
                         device="cpu", verbose=0)
     model.learn(total_timesteps=args.steps)
 
-    (test,) = episodes(range(1000, 1001))
+    (test,) = episodes(range(1000, 1001), args.jobs)
     play = gym.make("dlsched/Sched2-v0", workloads=[test], window=10)
     obs, info = play.reset(seed=args.seed)
     done = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,6 +42,12 @@ def module_files() -> dict[str, Path]:
 def runtime_imports(path: Path, module: str, is_package: bool) -> set[str]:
     """Modules imported when ``module`` runs, inside functions too (``if TYPE_CHECKING:``
     blocks are not run)."""
+    # the sources do not change during a test session: several tests walk every module
+    return set(_runtime_imports(path, module, is_package))
+
+
+@cache
+def _runtime_imports(path: Path, module: str, is_package: bool) -> frozenset[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     found: set[str] = set()
     base = module.split(".") if is_package else module.split(".")[:-1]
@@ -64,4 +71,4 @@ def runtime_imports(path: Path, module: str, is_package: bool) -> set[str]:
             visit(child)
 
     visit(tree)
-    return found
+    return frozenset(found)

@@ -91,7 +91,8 @@ def test_bad_solvers_score_zero_with_reasons(suite, scripts, tmp_path):
     entrants = [parse_entrant(f"{PY} {path} {{instance}} {{solution}}", name)
                 for name, path in scripts.items()]
     # 3 s: the well-behaved scripts need ~0.05 CPU-s each, a small share on a busy machine
-    board, _ = compete(suite, entrants, tmp_path, time_limit=3.0, grace=0.5, progress=False)
+    board, _ = compete(suite, entrants, tmp_path, time_limit=3.0, grace=0.5, progress=False,
+                       plots=False)
     scores = pd.read_csv(tmp_path / "scores.csv", keep_default_na=False, na_values=[""])
     assert len(scores) == len(SCRIPTS) * 2
     outcome = dict(zip(scores["entrant"], scores["outcome"], strict=False))
@@ -113,6 +114,8 @@ def test_bad_solvers_score_zero_with_reasons(suite, scripts, tmp_path):
     assert all(0 < s < 1 for s in expected)
     assert board.iloc[0]["entrant"] == "waits" and board.iloc[0]["valid"] == 2
     assert (tmp_path / "leaderboard.md").read_text().count("|") > 10
+    page = (tmp_path / "index.html").read_text(encoding="utf-8")  # plots=False: no images
+    assert "data:image/png" not in page and "Profiles not drawn (--no-plots)." in page
 
 
 def test_callable_entrant_runs_in_a_subprocess(suite, tmp_path, entrant_dir, monkeypatch):
@@ -127,6 +130,9 @@ def test_callable_entrant_runs_in_a_subprocess(suite, tmp_path, entrant_dir, mon
     board, _ = compete(suite, [entrant], tmp_path / "out", time_limit=30.0, progress=False)
     # the exact model finds the proven optima: full score on both instances
     assert board.iloc[0]["total score"] == pytest.approx(2.0)
+    # by default the page has the time and gap profiles as images
+    page = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert page.count("data:image/png;base64,") == 2 and "Profiles not drawn" not in page
 
 
 def test_score_rule_by_hand():
@@ -179,7 +185,8 @@ def test_the_docs_commands_run_from_the_repository_root_with_the_default_output(
     before = len(pd.read_csv(scores)) if scores.exists() else 0
     try:
         code, err = _as_a_user([
-            "compete", "--suite", "quick", "--no-progress", "--time-limit", "20",
+            # --no-plots: the page's images are checked by the callable-entrant test above
+            "compete", "--suite", "quick", "--no-progress", "--no-plots", "--time-limit", "20",
             "--solver", "dlsched solve {instance} --method greedy -o {solution}",
             "--name", "greedy",
             "--solver", "python examples/external_solver.py {instance} {solution}",
@@ -199,7 +206,8 @@ def test_the_docs_commands_run_from_the_repository_root_with_the_default_output(
 
 
 def test_a_competition_where_every_entrant_fails_exits_non_zero(tmp_path, monkeypatch, capsys):
-    code, err = _as_a_user(["compete", "--suite", "quick", "--no-progress", "--output", "out",
+    code, err = _as_a_user(["compete", "--suite", "quick", "--no-progress", "--no-plots",
+                            "--output", "out",
                             "--solver", "./no-such-solver {instance} {solution}"], tmp_path,
                            monkeypatch, capsys)
     assert code == 1

@@ -168,7 +168,7 @@ def test_hostile_solver(suite, tmp_path, entrant_dir, name):
     entrant = parse_entrant(f"{PY} {script} {{instance}} {{solution}}", name)
     out = tmp_path / "out"
     compete(suite, [entrant], out, time_limit=LIMIT, grace=GRACE, progress=False,
-            limits=LIMITS)
+            limits=LIMITS, plots=False)
     scores = pd.read_csv(out / "scores.csv", keep_default_na=False, na_values=[""])
     assert len(scores) == 1, scores  # nothing the solver wrote changed the table
     row = scores.iloc[0]
@@ -198,7 +198,7 @@ def test_output_and_leaderboard_survive_writes_outside(suite, tmp_path, entrant_
     entrants = [parse_entrant(f"{PY} {script} {{instance}} {{solution}}", "bad"),
                 parse_entrant(f"{PY} {ok} {{instance}} {{solution}}", "good")]
     board, _ = compete(suite, entrants, tmp_path / "out", time_limit=LIMIT, grace=GRACE,
-                       progress=False, limits=LIMITS)
+                       progress=False, limits=LIMITS, plots=False)
     scores = pd.read_csv(tmp_path / "out" / "scores.csv")
     assert list(scores["entrant"]) == ["bad", "good"]
     assert board.iloc[0]["entrant"] == "good"
@@ -232,7 +232,7 @@ def test_literal_braces_are_escaped(suite, tmp_path, entrant_dir):
     entrant = parse_entrant(f"{PY} {script} {{instance}} {{solution}} '--opt={{{{\"a\":1}}}}'",
                             "braces")
     compete(suite, [entrant], tmp_path / "out", time_limit=LIMIT, grace=GRACE,
-            progress=False, limits=LIMITS)
+            progress=False, limits=LIMITS, plots=False)
     scores = pd.read_csv(tmp_path / "out" / "scores.csv")
     assert scores.iloc[0]["outcome"] == "ok"
 
@@ -245,7 +245,7 @@ def test_traversal_names_stay_inside_the_output(suite, tmp_path, entrant_dir):
     entrant = parse_entrant(f"{PY} {script} {{instance}} {{solution}}", "../../escape")
     out = (tmp_path / "deep" / "out").resolve()
     compete(manifest, [entrant], out, time_limit=LIMIT, grace=GRACE, progress=False,
-            limits=LIMITS)
+            limits=LIMITS, plots=False)
     written = [p.resolve() for p in tmp_path.rglob("*")]
     outside = [p for p in written if not p.is_relative_to(out)
                and not p.is_relative_to(tmp_path / "ok.py") and p != tmp_path / "deep"]

@@ -40,12 +40,12 @@ def browser(page: Path, profile: Path, *args: str) -> str:
 
 def rendered(page: Path, tmp_path: Path, shot: str) -> str:
     """The DOM after the page's script ran; a screenshot kept as test-artifacts/SHOT,
-    checked to show something (not one blank colour)."""
-    dom = browser(page, tmp_path / "profile-dom", "--dump-dom")
+    checked to show something (not one blank colour). One browser run gives both."""
     ARTIFACTS.mkdir(exist_ok=True)
     png = ARTIFACTS / shot
     png.unlink(missing_ok=True)
-    browser(page, tmp_path / "profile-shot", f"--screenshot={png}", "--window-size=1280,2400")
+    dom = browser(page, tmp_path / "profile", "--dump-dom", f"--screenshot={png}",
+                  "--window-size=1280,2400")
     import matplotlib.image as mpimg
 
     pixels = mpimg.imread(png)[..., :3]
