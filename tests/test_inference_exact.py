@@ -268,7 +268,7 @@ def test_a_build_that_outlives_the_budget_never_reaches_cp_sat(clock, monkeypatc
     # (build, warm-start completion and CP-SAT's own 2 s); now every stage takes from one
     # budget and a build that outlives it is a no_solution status (or the checked warm
     # start). The fake clock makes each slot cost 1/8 s: the budget ends in the build.
-    inst = _congested_window(200)
+    inst = _congested_window(60)  # more slots than the budget covers
     seen = _costs(monkeypatch, clock, per_slot=0.125, stages={})
     res = solve(inst, "exact", time_limit=2.0, hint=hint)
     assert seen["cpsat"] == [] and "_complete_hint" not in seen
