@@ -10,7 +10,7 @@ import time
 
 import pulp
 import pytest
-from cpu_time import cpu_seconds
+from fake_clock import FakeClock, install
 
 from dlsched import Status, solve, validate
 from dlsched.formulations.backend import BACKENDS, Deadline, SolverParams, TimeUp
@@ -114,15 +114,49 @@ HARD = dict(seed=0, nodes=40)
 """A Liquid batch of 40 servers: no backend proves it in a couple of seconds."""
 
 
-@pytest.mark.parametrize("limit", [3.0])
-def test_time_limit_is_end_to_end(backend, limit):
-    """Building and solving together use at most 1.1 × limit + 1 CPU-s; no false proof."""
+def _fake_budget(monkeypatch, per_check: float) -> dict:
+    """A fake clock for the exact Liquid method's budget: each deadline check of the build
+    costs ``per_check`` s; the solver is told what is left (recorded) but runs on a short
+    real limit of its own (its status is the only thing that depends on it)."""
+    from dlsched.formulations import backend as layer
+    from dlsched.formulations import cpsat_backend, liquid, pulp_backend
+
+    clock = FakeClock()
+    install(monkeypatch, clock, layer, pulp_backend, cpsat_backend, liquid)
+    seen: dict = {"checks": 0, "told": []}
+    check, left = Deadline.check, SolverParams.seconds_left
+
+    def costly_check(self, stage):
+        seen["checks"] += 1
+        clock.advance(per_check)
+        check(self, stage)
+
+    def told(self):
+        seen["told"].append(left(self))
+        return 0.5
+
+    monkeypatch.setattr(Deadline, "check", costly_check)
+    monkeypatch.setattr(SolverParams, "seconds_left", told)
+    return seen
+
+
+def test_a_build_that_outlives_the_limit_never_reaches_the_solver(backend, monkeypatch):
+    seen = _fake_budget(monkeypatch, per_check=0.5)
+    r = solve(generate_liquid(**HARD), "exact", backend=backend, time_limit=3.0)
+    assert seen["checks"] == 6 and seen["told"] == []  # the 6th check ends at 3 s
+    assert r.status is Status.NO_SOLUTION and r.decision is None
+    assert "time limit reached while building" in r.message
+
+
+def test_the_solver_is_told_what_the_build_left(backend, monkeypatch):
+    """Building and solving share one budget (a fake clock: load-free); no false proof."""
     inst = generate_liquid(**HARD)
-    start = cpu_seconds()  # CBC's included: a child process
-    r = solve(inst, "exact", backend=backend, time_limit=limit)
-    used = cpu_seconds() - start
-    assert used <= 1.1 * limit + 1.0, (backend, used)
-    assert r.status is not Status.OPTIMAL
+    seen = _fake_budget(monkeypatch, per_check=0.25 / 1024)
+    r = solve(inst, "exact", backend=backend, time_limit=3.0)
+    assert seen["checks"] > 10 and seen["told"]
+    assert seen["told"] == [pytest.approx(3.0 - seen["checks"] * 0.25 / 1024)] * len(
+        seen["told"])
+    assert r.status is not Status.OPTIMAL  # 0.5 s on 40 servers
     if r.decision is not None:
         assert validate(inst, r.decision).ok
 

@@ -7,7 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
-from cpu_time import cpu_seconds
+from fake_clock import FakeClock, install
 from inference_factories import G2, P2, tiny_instance
 
 from dlsched import solve
@@ -214,16 +214,89 @@ def _congested_window(n: int):
     return window(stream, 1750, 1750 + n)
 
 
-@pytest.mark.parametrize("size", [100, 200])
-def test_exact_time_limit_is_end_to_end(size):
-    # the model of a 200-query window takes ~4 s to build: a 2 s limit once ran 7 s
+@pytest.fixture
+def clock(monkeypatch):
+    """A fake clock read by the exact method's budget (``Deadline``) and its stages."""
+    from dlsched.formulations import backend, inference
+
+    fake = FakeClock()
+    install(monkeypatch, fake, backend, inference)
+    return fake
+
+
+def _costs(monkeypatch, clock, *, per_slot: float, stages: dict[str, float]) -> dict:
+    """Make building cost ``per_slot`` fake seconds per slot (each deadline check) and each
+    named stage of ``dlsched.formulations.inference`` its cost; record what the stages were
+    given. CP-SAT runs for real, on a short wall limit of its own (not asserted on)."""
+    from dlsched.formulations import backend, inference
+
+    seen: dict = {"checks": 0, "cpsat": []}
+    check = backend.Deadline.check
+
+    def costly_check(self, stage):
+        seen["checks"] += 1
+        clock.advance(per_slot)
+        check(self, stage)
+
+    monkeypatch.setattr(backend.Deadline, "check", costly_check)
+
+    def staged(name, real, limit_at):
+        def run(*args, **kw):
+            if limit_at is not None:
+                seen[name] = kw.get("time_limit", args[limit_at] if len(args) > limit_at
+                                    else None)
+            clock.advance(stages.get(name, 0.0))
+            return real(*args, **kw)
+        monkeypatch.setattr(inference, name, run)
+
+    staged("policy_schedule", inference.policy_schedule, None)
+    staged("lagrangian_bound", inference.lagrangian_bound, 1)
+    staged("_complete_hint", inference._complete_hint, 1)
+    real_cpsat = inference.run_cpsat
+
+    def cpsat(model, time_limit, seed=0, **kw):
+        seen["cpsat"].append(time_limit)
+        return real_cpsat(model, 0.2, seed, **kw)
+
+    monkeypatch.setattr(inference, "run_cpsat", cpsat)
+    return seen
+
+
+@pytest.mark.parametrize("hint", ["heuristic", None])
+def test_a_build_that_outlives_the_budget_never_reaches_cp_sat(clock, monkeypatch, hint):
+    # the model of a 200-query window once took ~4 s to build and a 2 s limit ran 7 s
     # (build, warm-start completion and CP-SAT's own 2 s); now every stage takes from one
-    # budget and a build that outlives it is a no_solution status
-    inst = _congested_window(size)
-    t0 = cpu_seconds()
-    res = solve(inst, "exact", time_limit=2.0)
-    assert cpu_seconds() - t0 <= 1.1 * 2.0 + 1.0
-    assert res.status.value != "optimal"
+    # budget and a build that outlives it is a no_solution status (or the checked warm
+    # start). The fake clock makes each slot cost 1/8 s: the budget ends in the build.
+    inst = _congested_window(60)  # more slots than the budget covers
+    seen = _costs(monkeypatch, clock, per_slot=0.125, stages={})
+    res = solve(inst, "exact", time_limit=2.0, hint=hint)
+    assert seen["cpsat"] == [] and "_complete_hint" not in seen
+    assert seen["checks"] == 16  # the 16th slot ends at the 2 s: nothing after it
+    assert "time limit reached while building" in res.message
+    if hint is None:
+        assert res.status.value == "no_solution" and res.decision is None
+    else:
+        assert res.status.value == "feasible" and res.extra["warm_start_returned"]
+        assert validate(inst, res.decision).ok and "warm start" in res.message
+
+
+@pytest.mark.parametrize("lagrange", [0, 5])
+def test_every_stage_of_exact_draws_from_one_budget(clock, monkeypatch, lagrange):
+    # hint 0.25 s, Lagrangian bound 0.5 s, 1 ms per slot built, hint completion 0.25 s:
+    # each stage is given what the ones before it left of the 2 s
+    inst = _congested_window(20)
+    cost = {"policy_schedule": 0.25, "lagrangian_bound": 0.5, "_complete_hint": 0.25}
+    seen = _costs(monkeypatch, clock, per_slot=0.001, stages=cost)
+    res = solve(inst, "exact", time_limit=2.0, lagrange=lagrange)
+    assert res.status.value in ("feasible", "optimal") and validate(inst, res.decision).ok
+    before_build = 2.0 - 0.25 - (0.5 if lagrange else 0.0)
+    build = 0.001 * seen["checks"]
+    assert seen["checks"] > 20
+    if lagrange:
+        assert seen["lagrangian_bound"] == pytest.approx(min(2.0 / 3, 2.0 - 0.25))
+    assert seen["_complete_hint"] == pytest.approx(before_build - build)
+    assert seen["cpsat"] == [pytest.approx(before_build - build - 0.25)]
 
 
 def test_exact_returns_its_warm_start_when_cp_sat_finds_nothing_in_time():
@@ -285,15 +358,39 @@ def test_edf_dp_limits_are_statuses_not_errors():
     assert bad.status.value == "invalid_input" and "max_states" in bad.message
 
 
-def test_edf_dp_time_limit_is_end_to_end():
-    inst = _congested_window(200)
-    start = cpu_seconds()
+@pytest.mark.parametrize("stop", ["beam", "exact"])
+def test_edf_dp_time_limit_covers_both_passes(monkeypatch, stop):
+    # a fake clock that moves 1 ms at every read: the DP reads it as it works, so its time
+    # is counted in reads; first the reads of each pass without a limit, then a 1 s limit
+    # that ends mid-way through the beam pass (no schedule) or the exact pass (the beam
+    # pass's schedule, not the class optimum)
+    from dlsched.formulations import inference_edf
+
+    inst = _congested_window(30)
+    clock = FakeClock(tick=0.001)
+    install(monkeypatch, clock, inference_edf)
+    ends: list[int] = []
+    real = inference_edf._dp
+
+    def dp(*args, **kw):
+        out = real(*args, **kw)
+        ends.append(clock.reads)
+        return out
+
+    monkeypatch.setattr(inference_edf, "_dp", dp)
+    full = solve(inst, "edf-dp", time_limit=1e6)
+    assert full.extra["complete"] and len(ends) == 2
+    beam_reads, all_reads = ends
+    assert 20 < beam_reads < all_reads - 20
+    reads = beam_reads // 2 if stop == "beam" else (beam_reads + all_reads) // 2
+    clock.tick = 1.0 / reads  # the limit passes at the read after ``reads``
     res = solve(inst, "edf-dp", time_limit=1.0)
-    assert cpu_seconds() - start <= 1.1 * 1.0 + 1.0
-    assert res.status.value in ("feasible", "no_solution")
     assert res.extra["complete"] is False and "time limit" in res.message
-    if res.decision is not None:
-        assert validate(inst, res.decision).ok
+    if stop == "beam":
+        assert res.status.value == "no_solution" and res.decision is None
+    else:
+        assert res.status.value == "feasible" and validate(inst, res.decision).ok
+        assert res.objective <= full.objective + 1e-9
 
 
 # --- the Lagrangian bound (method ``lagrange``) ---------------------------------------

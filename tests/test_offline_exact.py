@@ -12,7 +12,7 @@ import itertools
 
 import numpy as np
 import pytest
-from cpu_time import cpu_seconds
+from fake_clock import FakeClock, install
 from google.protobuf import text_format
 from ortools.sat import cp_model_pb2
 
@@ -248,14 +248,77 @@ def test_weight_with_four_decimals_is_a_one_line_input_error():
     assert result.status is Status.INVALID_INPUT and "weight" in result.message
 
 
-def test_time_limit_covers_build_and_solve():
-    # 20 jobs on 2 x 4 GPUs, weighted JCT: not provable in 2 s (seed 0 takes far longer)
+def _fake_budget(monkeypatch, per_check: float) -> dict:
+    """A fake clock for ``offline-wct``'s budget: each deadline check of the build costs
+    ``per_check`` s, and CP-SAT, the LP bound and the branch and bound each use all the
+    time they are told (recorded); they run on short real limits of their own."""
+    from dlsched.formulations import backend
+    from dlsched.formulations.offline import methods
+
+    clock = FakeClock()
+    install(monkeypatch, clock, backend, methods)
+    seen: dict = {"checks": 0, "built_at": None}
+    check = backend.Deadline.check
+
+    def costly_check(self, stage):
+        seen["checks"] += 1
+        clock.advance(per_check)
+        check(self, stage)
+
+    def told(name, limit):
+        if seen["built_at"] is None:
+            seen["built_at"] = clock.now - 1000.0
+        seen[name] = limit
+        return min(limit, 0.2)
+
+    cpsat, lp, bnb = methods.run_cpsat, methods.lp_bound, methods.branch_and_bound
+
+    def fake_cpsat(model, limit, *args, **kw):
+        out = cpsat(model, told("cpsat", limit), *args, **kw)
+        clock.advance(limit)
+        return out
+
+    def fake_lp(*args, time_limit, **kw):
+        out = lp(*args, time_limit=told("lp", time_limit), **kw)
+        clock.advance(time_limit)
+        return out
+
+    def fake_bnb(data, cutoff, limit):
+        out = bnb(data, cutoff, told("bnb", limit))
+        clock.advance(limit)
+        return out
+
+    monkeypatch.setattr(backend.Deadline, "check", costly_check)
+    monkeypatch.setattr(methods, "run_cpsat", fake_cpsat)
+    monkeypatch.setattr(methods, "lp_bound", fake_lp)
+    monkeypatch.setattr(methods, "branch_and_bound", fake_bnb)
+    return seen
+
+
+def test_time_limit_covers_build_and_solve(monkeypatch):
+    # 20 jobs on 2 x 4 GPUs, weighted JCT: not provable in the short real limits. A fake
+    # clock (load-free): the stages after the build share what it left of the 2 s
     w = generate_sched2(seed=0, jobs=20, servers=2, gpus_per_server=4, interarrival=60.0,
                         median_duration=300.0)
-    start = cpu_seconds()
+    seen = _fake_budget(monkeypatch, per_check=1 / 1024)
     result = solve(w, "offline-wct", time_limit=2.0)
-    assert cpu_seconds() - start <= 1.1 * 2.0 + 1.0
-    assert result.status is not Status.OPTIMAL
+    left = 2.0 - seen["checks"] / 1024
+    assert seen["checks"] > 0 and seen["built_at"] == pytest.approx(seen["checks"] / 1024)
+    assert 0 < seen["cpsat"] < left
+    if "lp" in seen:  # CP-SAT did not prove it in its real 0.2 s
+        assert seen["lp"] == pytest.approx(0.1 * (left - seen["cpsat"]))
+        assert seen["bnb"] == pytest.approx(left - seen["cpsat"] - seen["lp"])
+        assert result.status is not Status.OPTIMAL or result.extra["bnb_complete"]
+    assert result.decision is None or validate(w, result.decision).ok
+
+
+def test_a_build_that_outlives_the_limit_is_no_solution(monkeypatch):
+    w = generate_sched2(seed=0, jobs=20, servers=2, gpus_per_server=4, interarrival=60.0,
+                        median_duration=300.0)
+    seen = _fake_budget(monkeypatch, per_check=1.0)
+    result = solve(w, "offline-wct", time_limit=2.0)
+    assert seen["checks"] == 2 and "cpsat" not in seen
+    assert result.status is Status.NO_SOLUTION and "time limit" in result.message
 
 
 def test_schedule_round_trips_through_a_solution_file(tmp_path):

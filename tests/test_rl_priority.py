@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from safetensors.numpy import save_file
+from trace_heads import trace_head
 
 from dlsched import InputError, load_instance, solve, validate
 from dlsched.cli import build_parser, main
@@ -184,9 +185,7 @@ def _subparser(parser, *path):
 @pytest.mark.parametrize("name", sorted(p.name for p in WORKLOADS.glob("*.json.gz")
                                         if p.name.startswith(("itp-", "philly-"))))
 def test_shipped_weights_act_on_every_committed_trace(name):
-    workload = load_instance(WORKLOADS / name)
-    head = workload.replace(jobs=tuple(sorted(workload.jobs,
-                                              key=lambda j: j.submit_time)[:150]))
+    head = trace_head(name)
     run = simulate(head, Policy("learned-priority"), record_events=False)
     table = job_table(run)
     assert len(table) == 150 and table["end"].notna().all()

@@ -14,12 +14,12 @@ gym = pytest.importorskip("gymnasium")
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 from safetensors.numpy import load_file  # noqa: E402
+from trace_heads import trace_head  # noqa: E402
 
 from dlsched import (  # noqa: E402
     Instance,
     Job,
     homogeneous_cluster,
-    load_instance,
     solve,
     validate,
 )
@@ -207,9 +207,7 @@ TRACE_WORKLOADS = Path(__file__).resolve().parents[1] / "instances" / "workloads
 @pytest.mark.parametrize("name", sorted(p.name for p in TRACE_WORKLOADS.glob("*.json.gz")
                                         if p.name.startswith(("itp-", "philly-"))))
 def test_shipped_agent_acts_on_every_committed_trace(name):
-    workload = load_instance(TRACE_WORKLOADS / name)
-    head = workload.replace(jobs=tuple(sorted(workload.jobs,
-                                              key=lambda j: j.submit_time)[:150]))
+    head = trace_head(name)
     table = job_table(simulate(head, Policy("dqn"), record_events=False))
     assert len(table) == 150 and table["end"].notna().all()
 

@@ -54,17 +54,23 @@ def test_methods_on_a_whole_workload_start_only_the_jobs_already_submitted(metho
 
 
 def _brute_force(inst: Instance) -> float:
-    """Best effective GPUs over every assignment of idle GPU sets to the submitted jobs."""
+    """Best effective GPUs over every assignment of idle GPU sets to the submitted jobs.
+
+    Each assignment is scored by the objective alone; the best one is then validated and
+    re-scored by :func:`evaluate` (an invalid best would fail here, so the maximum is over
+    valid decisions, and every valid decision is one of the assignments)."""
     idle = [g for g, busy in zip(inst.cluster.gpu_ids, inst.gpu_busy, strict=True) if not busy]
     jobs = [j for j in inst.jobs if j.submit_time <= inst.time]
-    best = 0.0
+    objective = get_problem("sched2").evaluate
+    best, best_decision = -1.0, None
 
     def place(i: int, left: tuple[str, ...], chosen: list[Placement]) -> None:
-        nonlocal best
+        nonlocal best, best_decision
         if i == len(jobs):
             decision = Decision(tuple(chosen))
-            assert validate(inst, decision).ok
-            best = max(best, evaluate(inst, decision))
+            value = objective(inst, decision)
+            if value > best:
+                best, best_decision = value, decision
             return
         place(i + 1, left, chosen)
         for gpus in itertools.combinations(left, jobs[i].num_gpus):
@@ -72,6 +78,8 @@ def _brute_force(inst: Instance) -> float:
             place(i + 1, rest, [*chosen, Placement(jobs[i].id, gpus)])
 
     place(0, tuple(idle), [])
+    assert best_decision is not None and validate(inst, best_decision).ok
+    assert evaluate(inst, best_decision) == pytest.approx(best, abs=1e-12)
     return best
 
 

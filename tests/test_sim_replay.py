@@ -26,12 +26,28 @@ def test_whole_traces_ship_compressed_and_small():
 
 
 def test_itp_clusters_hold_the_whole_trace():
-    ws = dict(trace_replay.each_workload("itp", "sched2"))
-    assert len(ws) == 10
-    assert sum(len(w.jobs) for w in ws.values()) == 69_351
-    assert all(w.provenance["generator"] == "instances.traces" for w in ws.values())
-    horus = dict(trace_replay.each_workload("itp", "horus"))["itp-cluster10"]
-    assert horus.problem == "horus" and len(horus.jobs) == len(ws["itp-cluster10"].jobs)
+    # the committed files' own fields (each file's stated sha256 is that of its content),
+    # read without building ten workloads; one cluster is loaded in full, as each problem
+    import gzip
+    import json
+    from importlib import resources
+
+    from dlsched.canonical import sha256_of
+
+    docs = {}
+    for name in trace_replay.TRACE_FILES["itp"]:
+        ref = resources.files("dlsched.instances").joinpath("workloads", name)
+        docs[name.split(".")[0]] = json.loads(gzip.decompress(ref.read_bytes()))
+    assert len(docs) == 10
+    assert sum(len(d["jobs"]) for d in docs.values()) == 69_351
+    assert all(d["provenance"]["generator"] == "instances.traces" and d["problem"] == "sched2"
+               and d["sha256"] == sha256_of(d) for d in docs.values())
+    # each_workload loads lazily, in the files' order: the first cluster as each problem
+    name, sched2 = next(trace_replay.each_workload("itp", "sched2"))
+    same, horus = next(trace_replay.each_workload("itp", "horus"))
+    assert name == same == "itp-cluster01" and sched2.problem == "sched2"
+    assert len(sched2.jobs) == len(docs[name]["jobs"]) and sched2.sha256 == docs[name]["sha256"]
+    assert horus.problem == "horus" and len(horus.jobs) == len(sched2.jobs)
 
 
 def _two_servers(duration: float, gpus: int, provenance: dict) -> Instance:
