@@ -5,9 +5,21 @@ policies' fast forms). A module of its own so that those import it, not each oth
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import attrgetter
+
 from dlsched.instance import Instance
+from dlsched.jobs import Job
 
 MAX_DELAYS = 3  # DSIF: times a job may be skipped for a placement worse than its best
+
+STATIC_KEYS: dict[str, Callable[[Job], tuple]] = {
+    "sif": attrgetter("duration", "submit_time"),
+    "dsif": attrgetter("duration", "submit_time"),
+    "lrf": attrgetter("num_gpus", "submit_time"),
+    "spf": lambda job: (job.num_gpus * job.duration, job.submit_time),
+}
+"""The static rules' sort keys before the queue position (a job's key never changes)."""
 
 
 def _packing_live(view, demand: int, taken: dict[int, int], left_total: int

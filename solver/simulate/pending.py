@@ -1,14 +1,17 @@
 """The pending queue of the simulator: jobs waiting to start, in arrival order.
 
 :class:`PendingQueue` gives O(1) head, removal anywhere and membership, the pending jobs as
-a tuple (cached until the queue changes) and a count of pending GPU demands (the cheap
-"can anything fit" tests of the engine and of view policies).
+a tuple (cached until the queue changes), a count of pending GPU demands (the cheap
+"can anything fit" tests of the engine and of view policies) and, on request, the queue
+kept sorted by a static per-job key (:meth:`PendingQueue.sorted_by`: a rule that orders
+jobs by a fixed key reads its order without sorting the queue at every call).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from itertools import compress
 from operator import attrgetter
 
@@ -40,6 +43,9 @@ class PendingQueue:
         self._records: tuple[int, np.ndarray] | None = None
         self.workload_columns = JobColumns(jobs)  # of every job, built when first asked
         self._columns: tuple[int, QueueColumns] | None = None
+        self._added = 0  # jobs ever added: a job's number orders it within the queue
+        self._seq: dict[int, int] = {}
+        self._sorted: dict[Hashable, SortedIndex | GroupedIndex] = {}
 
     def __len__(self) -> int:
         return len(self._pos)
@@ -52,6 +58,10 @@ class PendingQueue:
         self._pos[idx] = len(self._order)
         self._order.append(idx)
         self._alive.append(True)
+        self._added += 1
+        self._seq[idx] = self._added
+        for index in self._sorted.values():
+            index.add(idx, self._added)
         n = self._jobs[idx].num_gpus
         if n is not None:
             self.demand[n] += 1
@@ -61,6 +71,9 @@ class PendingQueue:
         """Take job ``idx`` out of the queue (it started)."""
         p = self._pos.pop(idx)
         self._alive[p] = False
+        seq = self._seq.pop(idx)
+        for index in self._sorted.values():
+            index.remove(idx, seq)
         self._dead += 1
         n = self._jobs[idx].num_gpus
         if n is not None:
@@ -124,6 +137,36 @@ class PendingQueue:
             self._columns = (self.version, QueueColumns(self.workload_columns, self.records()))
         return self._columns[1]
 
+    def sorted_by(self, name: Hashable, key: Callable[[Job], tuple]) -> SortedIndex:
+        """The pending jobs ordered by ``(*key(job), queue position)``.
+
+        ``key`` must depend on the job alone (it is computed once per job); ``name``
+        identifies the order (a later call with the same name returns the same index,
+        kept up to date as jobs come and go, and ignores ``key``). The index is live:
+        read it, do not change it or hold it across changes of the queue.
+        """
+        index = self._sorted.get(name)
+        if index is None:
+            index = self._register(name, SortedIndex(self._jobs, key))
+        return index  # type: ignore[return-value]
+
+    def grouped_by(self, name: Hashable, group: Callable[[Job], Hashable],
+                   key: Callable[[Job], tuple]) -> dict[Hashable, SortedIndex]:
+        """The pending jobs split by ``group(job)``, each group a :meth:`sorted_by` index
+        (no empty group is listed). Same rules as :meth:`sorted_by`."""
+        index = self._sorted.get(name)
+        if index is None:
+            index = self._register(name, GroupedIndex(self._jobs, group, key))
+        return index.groups  # type: ignore[union-attr]
+
+    def _register(self, name: Hashable, index: SortedIndex | GroupedIndex
+                  ) -> SortedIndex | GroupedIndex:
+        seq = self._seq
+        for idx in self:
+            index.add(idx, seq[idx])
+        self._sorted[name] = index
+        return index
+
     def min_demand(self) -> int | None:
         """Smallest GPU count among pending jobs with a fixed demand (None if none)."""
         return min(self.demand) if self.demand else None
@@ -131,6 +174,65 @@ class PendingQueue:
     def all_fixed(self) -> bool:
         """Every pending job has a fixed GPU count."""
         return sum(self.demand.values()) == len(self._pos)
+
+
+class SortedIndex:
+    """Record indices (``order``) sorted by their entries ``(*key(job), seq)`` (``keys``;
+    ``seq`` orders jobs by queue position), kept sorted by bisection as jobs come and go.
+    Read ``order`` and ``keys``; do not change them."""
+
+    __slots__ = ("_jobs", "_key", "keys", "order", "_of")
+
+    def __init__(self, jobs: Sequence[Job], key: Callable[[Job], tuple]) -> None:
+        self._jobs = jobs
+        self._key = key
+        self.keys: list[tuple] = []
+        self.order: list[int] = []
+        self._of: dict[int, tuple] = {}  # record index -> its key, computed once
+
+    def add(self, idx: int, seq: int) -> None:
+        k = self._of.get(idx)
+        if k is None:
+            k = self._of[idx] = self._key(self._jobs[idx])
+        entry = (*k, seq)
+        at = bisect_left(self.keys, entry)
+        self.keys.insert(at, entry)
+        self.order.insert(at, idx)
+
+    def remove(self, idx: int, seq: int) -> None:
+        at = bisect_left(self.keys, (*self._of[idx], seq))
+        del self.keys[at]
+        del self.order[at]
+
+
+class GroupedIndex:
+    """One :class:`SortedIndex` per value of ``group(job)`` (``groups``; no empty one)."""
+
+    __slots__ = ("_jobs", "_group", "_key", "groups", "_of")
+
+    def __init__(self, jobs: Sequence[Job], group: Callable[[Job], Hashable],
+                 key: Callable[[Job], tuple]) -> None:
+        self._jobs = jobs
+        self._group = group
+        self._key = key
+        self.groups: dict[Hashable, SortedIndex] = {}
+        self._of: dict[int, Hashable] = {}  # record index -> its group, computed once
+
+    def add(self, idx: int, seq: int) -> None:
+        g = self._of.get(idx)
+        if g is None:
+            g = self._of[idx] = self._group(self._jobs[idx])
+        index = self.groups.get(g)
+        if index is None:
+            index = self.groups[g] = SortedIndex(self._jobs, self._key)
+        index.add(idx, seq)
+
+    def remove(self, idx: int, seq: int) -> None:
+        g = self._of[idx]
+        index = self.groups[g]
+        index.remove(idx, seq)
+        if not index.order:
+            del self.groups[g]
 
 
 class QueueColumns(JobColumns):

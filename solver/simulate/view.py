@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ import numpy as np
 from ..instance import Instance
 from ..jobs import Job, JobColumns, RunningJob
 from .live import LiveState
+from .pending import SortedIndex
 
 
 def running_jobs(state: LiveState, t: float, observed: bool) -> list[RunningJob]:
@@ -171,6 +172,20 @@ class SimView:
         """Pending jobs in arrival order as indices into :attr:`workload_jobs` (int64,
         read-only)."""
         return self._queue.records()
+
+    def queue_sorted(self, name: Hashable, key: Callable[[Job], tuple]) -> Sequence[int]:
+        """Pending jobs as indices into :attr:`workload_jobs`, ordered by ``key(job)``, ties
+        by queue position; ``key`` must depend on the job alone. The order is kept up to
+        date as jobs come and go (not re-sorted per call): read it, do not change it.
+        ``name`` identifies the order within the run."""
+        return self._queue.sorted_by(name, key).order
+
+    def queue_groups(self, name: Hashable, group: Callable[[Job], Hashable],
+                     key: Callable[[Job], tuple]) -> Mapping[Hashable, SortedIndex]:
+        """Pending jobs split by ``group(job)`` (static, like ``key``), each group's
+        ``order`` (record indices) sorted by ``keys`` = ``(*key(job), n)`` (``n`` orders
+        jobs by queue position). Kept up to date like :meth:`queue_sorted`; read only."""
+        return self._queue.grouped_by(name, group, key)
 
     @property
     def workload_jobs(self) -> Sequence[Job]:
