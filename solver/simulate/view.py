@@ -226,10 +226,28 @@ class SimView:
                 return s
         return None
 
+    def servers_by_idle(self) -> Sequence[Sequence[int]]:
+        """Entry ``c``: the servers with exactly ``c`` idle GPUs, ascending (the live
+        index, for loops that ask :meth:`first_server_with_idle` often; read only)."""
+        return self._state.by_idle
+
+    def idle_lists(self) -> Sequence[Sequence[int]]:
+        """Entry ``s``: the idle GPU indices of server ``s`` in cluster order (the live
+        lists, for loops that ask :meth:`idle_gpus` often; read only)."""
+        return self._state.idle
+
     @property
     def max_idle(self) -> int:
         """Largest possible idle count of a server."""
         return self._state.max_idle
+
+    def most_idle(self) -> int:
+        """The largest number of idle GPUs on one server now."""
+        by = self._state.by_idle
+        for count in range(len(by) - 1, 0, -1):
+            if by[count]:
+                return count
+        return 0
 
     def idle_on(self, server: int) -> int:
         """Number of idle GPUs of ``server``."""
