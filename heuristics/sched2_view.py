@@ -35,6 +35,12 @@ def _packing_live(view, demand: int, taken: dict[int, int], left_total: int
     by_idle = view.servers_by_idle()  # by_idle[c]: servers with c idle GPUs, ascending
     idle = view.idle_lists()
     top = len(by_idle) - 1
+    if not taken:  # nothing given yet: the first server at the smallest count that holds it
+        for c in range(demand, top + 1):
+            level = by_idle[c]
+            if level:
+                s = level[0]
+                return idle[s][:demand], {s: demand}
     local: dict[int, int] = {}
     chosen: list[int] = []
     need = demand
