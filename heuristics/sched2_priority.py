@@ -187,14 +187,8 @@ def idle_per_server(view) -> np.ndarray:
 
 
 def arrival_order(arrays, view) -> np.ndarray:
-    """The queue's records sorted by arrival, ties by queue position (a snapshot's order;
-    the view keeps it, so nothing is sorted per call)."""
-    order = view.queue_sorted(("sched2", "arrival"), _arrival)
-    return np.fromiter(order, dtype=np.int64, count=len(order))
-
-
-def _arrival(job) -> tuple[float]:
-    return (job.submit_time,)
+    """The queue's records sorted by arrival, ties by queue position (a snapshot's order)."""
+    return view.queue_by_arrival()
 
 
 class _LiveScorer:

@@ -1,5 +1,5 @@
-"""The orders the simulator's pending queue keeps for view policies (``sorted_by``,
-``grouped_by``) against a fresh sort of the queue, through arrivals, starts and requeues;
+"""The orders the simulator's pending queue keeps for view policies (``records``,
+``sorted_by``, ``grouped_by``) against a fresh sort of the queue, through arrivals, starts and requeues;
 and the learned priority's fast form against its snapshot method when scores overflow."""
 
 from __future__ import annotations
@@ -32,13 +32,17 @@ def _expected(queue: PendingQueue, jobs: tuple[Job, ...]) -> list[int]:
     return sorted(pending, key=lambda i: (*_key(jobs[i]), pending.index(i)))
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_sorted_and_grouped_orders_follow_the_queue(seed):
-    jobs = _jobs(60, seed)
+@pytest.mark.parametrize("seed,n,steps", [(0, 60, 400), (1, 60, 400), (2, 400, 1500)])
+def test_sorted_and_grouped_orders_follow_the_queue(seed, n, steps, monkeypatch):
+    compacted = []
+    compact = PendingQueue._compact
+    monkeypatch.setattr(PendingQueue, "_compact",
+                        lambda self: (compacted.append(1), compact(self))[1])
+    jobs = _jobs(n, seed)
     queue = PendingQueue(jobs)
     rng = random.Random(seed)
     arrived = 0
-    for step in range(400):
+    for step in range(steps):
         if step == 5:  # registered late: starts from the jobs already queued
             queue.sorted_by("k", _key)
             queue.grouped_by("g", attrgetter("num_gpus"), _key)
@@ -48,11 +52,17 @@ def test_sorted_and_grouped_orders_follow_the_queue(seed):
             queue.add(arrived)  # arrival
             arrived += 1
         elif pending and move < 0.9:
-            queue.remove(rng.choice(pending))  # a start
+            # a start; the head waits long (tombstones pile up behind it, then compaction)
+            queue.remove(rng.choice(pending[1:] if len(pending) > 1 and move > 0.46
+                                    else pending))
         elif pending:
             idx = rng.choice(pending)  # a requeue: out, then back at the tail
             queue.remove(idx)
             queue.add(idx)
+        pending = list(queue)
+        assert queue.records().tolist() == pending  # the array mirror of the queue
+        by_arrival = sorted(pending, key=lambda i: jobs[i].submit_time)  # stable
+        assert not queue.in_arrival_order or by_arrival == pending
         if step < 5:
             continue
         want = _expected(queue, jobs)
@@ -63,6 +73,7 @@ def test_sorted_and_grouped_orders_follow_the_queue(seed):
             assert index.order == [i for i in want if jobs[i].num_gpus == gpus]
             assert [k[:2] for k in index.keys] == [_key(jobs[i]) for i in index.order]
         assert sorted(groups) == sorted({jobs[i].num_gpus for i in queue})
+    assert compacted or n < 100  # the long run compacts the queue's order list
 
 
 @pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning", "ignore:invalid value:RuntimeWarning")

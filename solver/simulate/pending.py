@@ -46,6 +46,13 @@ class PendingQueue:
         self._added = 0  # jobs ever added: a job's number orders it within the queue
         self._seq: dict[int, int] = {}
         self._sorted: dict[Hashable, SortedIndex | GroupedIndex] = {}
+        # _order and _alive as arrays too (a run's records() in two numpy steps)
+        self._order_np = np.zeros(64, dtype=np.int64)
+        self._alive_np = np.zeros(64, dtype=bool)
+        self._last_submit = -np.inf
+        self.in_arrival_order = True
+        """Queue order is (submit time, queue position) order: no job was added after a
+        later-submitted one (a requeue can break it)."""
 
     def __len__(self) -> int:
         return len(self._pos)
@@ -55,9 +62,18 @@ class PendingQueue:
 
     def add(self, idx: int) -> None:
         """Append job ``idx`` (arrivals come in order)."""
-        self._pos[idx] = len(self._order)
+        p = self._pos[idx] = len(self._order)
         self._order.append(idx)
         self._alive.append(True)
+        if p == len(self._order_np):
+            self._order_np = np.concatenate([self._order_np, np.zeros(p, dtype=np.int64)])
+            self._alive_np = np.concatenate([self._alive_np, np.zeros(p, dtype=bool)])
+        self._order_np[p] = idx
+        self._alive_np[p] = True
+        submit = self._jobs[idx].submit_time
+        if submit < self._last_submit:
+            self.in_arrival_order = False
+        self._last_submit = submit
         self._added += 1
         self._seq[idx] = self._added
         for index in self._sorted.values():
@@ -71,6 +87,7 @@ class PendingQueue:
         """Take job ``idx`` out of the queue (it started)."""
         p = self._pos.pop(idx)
         self._alive[p] = False
+        self._alive_np[p] = False
         seq = self._seq.pop(idx)
         for index in self._sorted.values():
             index.remove(idx, seq)
@@ -91,6 +108,9 @@ class PendingQueue:
         keep = [i for p, i in enumerate(self._order[self._head:], self._head) if self._alive[p]]
         self._order = keep
         self._alive = [True] * len(keep)
+        self._order_np[:len(keep)] = keep
+        self._alive_np[:len(keep)] = True
+        self._alive_np[len(keep):] = False
         self._pos = {i: p for p, i in enumerate(keep)}
         self._head = self._dead = 0
 
@@ -116,9 +136,8 @@ class PendingQueue:
         """The pending jobs' record indices in arrival order (int64; cached until the queue
         changes; read-only)."""
         if self._records is None or self._records[0] != self.version:
-            h = self._head
-            order = np.fromiter(compress(self._order[h:], self._alive[h:]), dtype=np.int64,
-                                count=len(self._pos))
+            h, e = self._head, len(self._order)
+            order = self._order_np[h:e][self._alive_np[h:e]]
             order.flags.writeable = False
             self._records = (self.version, order)
         return self._records[1]

@@ -187,6 +187,15 @@ class SimView:
         jobs by queue position). Kept up to date like :meth:`queue_sorted`; read only."""
         return self._queue.grouped_by(name, group, key)
 
+    def queue_by_arrival(self) -> np.ndarray:
+        """:meth:`queue_records` sorted by submit time, ties by queue position (a
+        snapshot's arrival order; the queue order itself unless a requeue broke it)."""
+        records = self._queue.records()
+        if self._queue.in_arrival_order:
+            return records
+        submit = self._queue.workload_columns("submit_time")
+        return records[np.argsort(submit[records], kind="stable")]
+
     @property
     def workload_jobs(self) -> Sequence[Job]:
         """Every job of the workload, by record index (read-only)."""
