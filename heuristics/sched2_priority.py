@@ -206,6 +206,9 @@ class _LiveScorer:
         static[:, 1] = length
         static[:, 3] = (a.sensitivity - 1.0) * (a.gpus > 1)
         static[:, 4] = gpus * length
+        # placeholders read (and overwritten) by each call: submit time, GPU count
+        static[:, 2] = a.submit
+        static[:, 8] = a.gpus
         self.static = static
         self.queued: dict[int, float] = {}  # queue length -> its feature term
 
@@ -226,7 +229,7 @@ def learned_priority_live(view, *, policy_state: _LiveScorer | None = None,
     # priority_features(), with the static columns gathered instead of recomputed and
     # each dynamic column written in place (the same elementwise operations)
     features = state.static[shown]
-    waited = np.subtract(view.time, arrays.submit[shown])
+    waited = np.subtract(view.time, features[:, 2])  # column 2 holds the submit time
     np.divide(waited, WAIT_SCALE_S, out=waited)
     np.log1p(waited, out=waited)  # on a contiguous array, as priority_features() does
     features[:, 2] = waited
@@ -236,7 +239,7 @@ def learned_priority_live(view, *, policy_state: _LiveScorer | None = None,
     np.multiply(features[:, 0], float(view.idle_count) / total, out=features[:, 5])
     np.multiply(features[:, 1], queued, out=features[:, 6])
     np.multiply(waited, queued, out=features[:, 7])
-    np.greater(arrays.gpus[shown], view.most_idle(), out=features[:, 8])
+    np.greater(features[:, 8], view.most_idle(), out=features[:, 8])  # held the GPU count
     # by (score, arrival, queue position): ``shown`` is in (arrival, queue position) order,
     # so the first smallest score is the next job of priority_order()'s lexsort
     scores = state.scorer.scores(features)
