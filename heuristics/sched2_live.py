@@ -3,8 +3,9 @@ policies' fast forms share: the workload's jobs as arrays, read once per run.
 
 Each returns exactly the decision of its snapshot method (:func:`.sched2.select`) on the
 same state; ``tests/test_sim_fastpath.py`` compares them. Packing is
-:func:`.sched2_view._packing_live` (the live view's idle GPUs by count); the queue is read as
-record indices and sorted or scored with numpy, with no snapshot built.
+:func:`.sched2_view._packing_live` (the live view's idle GPUs by count); the queue is read in
+the orders the view keeps (DSIF: by ideal time; SAF: by group, then ideal time), with no
+snapshot built and no sort per call.
 """
 
 from __future__ import annotations
