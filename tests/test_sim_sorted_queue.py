@@ -1,6 +1,7 @@
 """The orders the simulator's pending queue keeps for view policies (``records``,
-``sorted_by``, ``grouped_by``) against a fresh sort of the queue, through arrivals, starts and requeues;
-and the learned priority's fast form against its snapshot method when scores overflow."""
+``sorted_by``, ``grouped_by``) against a fresh sort of the queue, through arrivals, starts
+and requeues; and the learned priority's fast form against its snapshot method when scores
+overflow."""
 
 from __future__ import annotations
 
