@@ -25,8 +25,7 @@ agent of the paper sees J = 10).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from operator import attrgetter
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -41,7 +40,7 @@ from dlsched.result import MethodOutput, Status
 from dlsched.state import ViewPolicy, register_view_policy
 
 from .sched2_live import dsif_live, saf_live
-from .sched2_view import MAX_DELAYS, _gpus_only, _packing_live, some_job_fits
+from .sched2_view import MAX_DELAYS, STATIC_KEYS, _gpus_only, _packing_live, some_job_fits
 
 
 def packing(free: list[list[int]], demand: int, counts: np.ndarray | None = None
@@ -187,18 +186,12 @@ def select(instance: Instance, rule: str, *, backfill: bool = False, window: int
     delays = dict(policy_state or {})
     placed: list[tuple[Job, list[int]]] = []
 
-    # keys before (arrival, queue position): ``jobs`` is in queue order (with a window, in
-    # (arrival, position) order), so a stable sort on (key, arrival) breaks the last ties
-    static: dict[str, Callable[[Job], tuple]] = {
-        "sif": attrgetter("duration", "submit_time"),
-        "dsif": attrgetter("duration", "submit_time"),
-        "lrf": attrgetter("num_gpus", "submit_time"),
-        "spf": lambda job: (job.num_gpus * job.duration, job.submit_time),
-    }
-    if rule == "fifo" or rule in static:
-        # the queue is in submission order, so FIFO needs no sort
+    if rule == "fifo" or rule in STATIC_KEYS:
+        # the queue is in submission order, so FIFO needs no sort; ``jobs`` is in queue
+        # order (with a window, in (arrival, position) order), so a stable sort on
+        # (key, arrival) breaks the last ties
         queue = [job for _, job in jobs]
-        ordered = queue if rule == "fifo" else sorted(queue, key=static[rule])
+        ordered = queue if rule == "fifo" else sorted(queue, key=STATIC_KEYS[rule])
         placed = _start_in_order(ordered, room, per_server,
                                  backfill=backfill, delays=delays if rule == "dsif" else None)
     elif rule == "saf":
@@ -295,22 +288,15 @@ def fifo_live(view, *, backfill: bool = False) -> Decision:
     return _start_live(view, view.queue(), backfill)
 
 
-# the static rules' keys before (arrival, queue position), as in select()
-_LIVE_KEYS: dict[str, Callable[[Job], float]] = {
-    "sif": lambda job: job.duration,
-    "lrf": lambda job: job.num_gpus,
-    "spf": lambda job: job.num_gpus * job.duration,
-}
-
-
 def _sorted_live(rule: str):
-    key = _LIVE_KEYS[rule]
+    key = STATIC_KEYS[rule]
+    name = ("sched2", rule)
 
     def decide(view, *, backfill: bool = False) -> Decision:
-        queue = list(view.queue())
-        order = sorted(range(len(queue)),
-                       key=lambda i: (key(queue[i]), queue[i].submit_time, i))
-        return _start_live(view, (queue[i] for i in order), backfill)
+        # the queue kept in the rule's order (the keys are static): no sort per call
+        jobs = view.workload_jobs
+        return _start_live(view, map(jobs.__getitem__, view.queue_sorted(name, key)),
+                           backfill)
 
     decide.__doc__ = f"``{rule}`` with packing on the live view (same decision as on a snapshot)."
     return decide
@@ -318,7 +304,7 @@ def _sorted_live(rule: str):
 
 register_view_policy(ViewPolicy("sched2", "fifo", fifo_live, fifo_can_start,
                                 frozenset({"backfill"}), _gpus_only))
-for _rule in _LIVE_KEYS:
+for _rule in ("sif", "lrf", "spf"):
     register_view_policy(ViewPolicy("sched2", _rule, _sorted_live(_rule), some_job_fits,
                                     frozenset({"backfill"}), _gpus_only))
 for _rule, _decide in (("dsif", dsif_live), ("saf", saf_live)):  # stateful fast forms

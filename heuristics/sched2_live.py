@@ -3,19 +3,21 @@ policies' fast forms share: the workload's jobs as arrays, read once per run.
 
 Each returns exactly the decision of its snapshot method (:func:`.sched2.select`) on the
 same state; ``tests/test_sim_fastpath.py`` compares them. Packing is
-:func:`.sched2_view._packing_live` (the live view's idle GPUs by count); the queue is read as
-record indices and sorted or scored with numpy, with no snapshot built.
+:func:`.sched2_view._packing_live` (the live view's idle GPUs by count); the queue is read in
+the orders the view keeps (DSIF: by ideal time; SAF: by group, then ideal time), with no
+snapshot built and no sort per call.
 """
 
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from dlsched.decision import Decision, Placement
-from dlsched.heuristics.sched2_view import MAX_DELAYS, _packing_live
+from dlsched.heuristics.sched2_view import MAX_DELAYS, STATIC_KEYS, _packing_live
 from dlsched.problems.sched2 import locality_slowdown, parse_sched2_params
 
 
@@ -24,8 +26,7 @@ class JobArrays:
 
     ``gpus``, ``duration``, ``submit`` (the simulator's read-only workload columns),
     ``sensitivity`` (float64), ``ids``,
-    ``per_server`` = the largest server's GPU count, and ``shapes`` (the distinct
-    (demand, sensitivity) pairs) with ``shape_key`` (each job's index into it).
+    and ``per_server`` = the largest server's GPU count.
     """
 
     def __init__(self, view: Any) -> None:
@@ -38,15 +39,6 @@ class JobArrays:
         self.sensitivity = np.array([params.sensitivity(j.model) for j in jobs])
         self.ids = [j.id for j in jobs]
         self.per_server = int(view.cluster.node_gpu_count.max())
-        # SAF's groups: one key per distinct (demand, sensitivity)
-        shapes = sorted({(int(j.num_gpus), s) for j, s in zip(jobs, self.sensitivity.tolist(),
-                                                                strict=True)})
-        self.shapes = shapes
-        code = {shape: k for k, shape in enumerate(shapes)}
-        self.shape_key = np.array([code[(int(j.num_gpus), s)] for j, s in zip(
-            jobs, self.sensitivity.tolist(), strict=True)], dtype=np.int64)
-        # SAF's slowdown of a sensitivity on GPUs per server (a pure function: memoized)
-        self.slowdowns: dict[tuple[float, tuple[int, ...]], float] = {}
 
 
 class Placer:
@@ -79,12 +71,11 @@ def dsif_live(view: Any, *, policy_state: tuple[JobArrays, dict[str, int]] | Non
     """``dsif`` on the live view; the state carries the delay counts (as the snapshot
     method's ``policy_state``) and the job arrays."""
     arrays, delays = policy_state if policy_state is not None else (JobArrays(view), {})
-    queue = view.queue_records()
-    # (ideal time, arrival, queue position), as select() sorts (lexsort is stable)
-    order = queue[np.lexsort((arrays.submit[queue], arrays.duration[queue]))]
+    # (ideal time, arrival, queue position), as select() sorts; kept sorted by the view
+    order = view.queue_sorted(("sched2", "dsif"), STATIC_KEYS["dsif"])
     placer = Placer(view)
     ids = arrays.ids
-    for r in order.tolist():
+    for r in order:
         demand = int(arrays.gpus[r])
         got = placer.place(demand)
         if got is None:
@@ -101,46 +92,76 @@ def dsif_live(view: Any, *, policy_state: tuple[JobArrays, dict[str, int]] | Non
     return placer.decision(), (arrays, delays)
 
 
-def saf_live(view: Any, *, policy_state: JobArrays | None = None, backfill: bool = False
-             ) -> tuple[Decision, JobArrays]:
-    """``saf`` on the live view (``backfill`` changes nothing: SAF ranks only jobs that
-    fit). Each round scores every remaining job at once: its ideal time times the
-    slowdown of its demand's packing placement, one slowdown per (demand, sensitivity)."""
-    arrays = policy_state if policy_state is not None else JobArrays(view)
-    queue = view.queue_records()
-    placer = Placer(view)
-    duration = arrays.duration[queue]
-    submit = arrays.submit[queue]
-    group = arrays.shape_key[queue]
-    left = np.bincount(group, minlength=len(arrays.shapes))  # queued jobs of each group
-    alive = np.ones(len(queue), dtype=bool)
-    memo = arrays.slowdowns
-    while True:
-        slow = np.zeros(len(left))
-        fits = np.zeros(len(left), dtype=bool)
-        got_of: dict[int, tuple[list[int], dict[int, int]] | None] = {}
-        for g in np.flatnonzero(left).tolist():
-            d, sens = arrays.shapes[g]
-            if d not in got_of:
-                got_of[d] = placer.place(d)
-            got = got_of[d]
-            if got is not None:
-                local = got[1]
-                spans = tuple(local[s] for s in sorted(local))
-                if (sens, spans) not in memo:
-                    memo[sens, spans] = locality_slowdown(sens, np.array(spans, dtype=np.int64))
-                slow[g] = memo[sens, spans]
-                fits[g] = True
-        ranked = np.flatnonzero(alive & fits[group])  # in queue order
-        if not len(ranked):
-            break
-        # the smallest (actual, arrival, queue position)
-        actual = duration[ranked] * slow[group[ranked]]
-        cand = ranked[actual == actual.min()]
-        k = int(cand[submit[cand] == submit[cand].min()][0])  # cand is in queue order
-        alive[k] = False
-        left[group[k]] -= 1
-        placer.take(arrays.ids[int(queue[k])],
-                    got_of[arrays.shapes[group[k]][0]])  # type: ignore[arg-type]
-    return placer.decision(), arrays
+class SafState:
+    """What SAF's fast form keeps across one run: the job arrays, the jobs' groups
+    (demand, sensitivity) and the memoized slowdowns."""
 
+    def __init__(self, view: Any) -> None:
+        self.arrays = JobArrays(view)
+        params = parse_sched2_params(view.params)
+        self.group = lambda job: (int(job.num_gpus), params.sensitivity(job.model))
+        # SAF's slowdown of a sensitivity on GPUs per server (a pure function: memoized)
+        self.slowdowns: dict[tuple[float, tuple[int, ...]], float] = {}
+
+
+_SAF_KEY = attrgetter("duration", "submit_time")
+
+
+def saf_live(view: Any, *, policy_state: SafState | None = None, backfill: bool = False
+             ) -> tuple[Decision, SafState]:
+    """``saf`` on the live view (``backfill`` changes nothing: SAF ranks only jobs that
+    fit). Jobs of one (demand, sensitivity) group share their packing placement and its
+    slowdown, so a group's best job is among its shortest: the view keeps each group's
+    queue sorted by (ideal time, arrival, queue position), and a round looks at each
+    group's head (and at the jobs after it whose actual time rounds to the same value)."""
+    state = policy_state if policy_state is not None else SafState(view)
+    groups = view.queue_groups(("sched2", "saf"), state.group, _SAF_KEY)
+    memo = state.slowdowns
+    ids = state.arrays.ids
+    placer = Placer(view)
+    taken: set[int] = set()  # record indices started by this decision
+    while True:
+        best: tuple | None = None
+        got_of: dict[int, tuple[list[int], dict[int, int]] | None] = {}
+        spans_of: dict[int, tuple[int, ...]] = {}
+        for (d, sens), index in groups.items():
+            order, keys = index.order, index.keys
+            n = len(order)
+            p = 0
+            while p < n and order[p] in taken:
+                p += 1
+            if p == n:
+                continue
+            if d in got_of:
+                got = got_of[d]
+            else:
+                got = got_of[d] = placer.place(d)
+                if got is not None:
+                    local = got[1]
+                    spans_of[d] = tuple(local[s] for s in sorted(local))
+            if got is None:
+                continue
+            spans = spans_of[d]
+            slow = memo.get((sens, spans))
+            if slow is None:
+                slow = memo[sens, spans] = locality_slowdown(sens, np.array(spans,
+                                                                          dtype=np.int64))
+            # the smallest (actual, arrival, queue position) of the group: actual times
+            # grow with the ideal time, but two may round to the same product
+            _, submit, seq = k = keys[p]
+            actual = k[0] * slow
+            cand = (actual, submit, seq, order[p], d)
+            for q in range(p + 1, n):
+                _, submit, seq = k = keys[q]
+                if k[0] * slow != actual:
+                    break
+                if (submit, seq) < cand[1:3] and order[q] not in taken:
+                    cand = (actual, submit, seq, order[q], d)
+            if best is None or cand < best:
+                best = cand
+        if best is None:
+            break
+        r = best[3]
+        taken.add(r)
+        placer.take(ids[r], got_of[best[4]])  # type: ignore[arg-type]
+    return placer.decision(), state

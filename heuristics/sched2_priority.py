@@ -18,6 +18,7 @@ Training: ``dlsched rl train sched2`` (:mod:`dlsched.rl.sched2_search`).
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from functools import cache
@@ -187,33 +188,72 @@ def idle_per_server(view) -> np.ndarray:
 
 def arrival_order(arrays, view) -> np.ndarray:
     """The queue's records sorted by arrival, ties by queue position (a snapshot's order)."""
-    queue = view.queue_records()
-    return queue[np.argsort(arrays.submit[queue], kind="stable")]
+    return view.queue_by_arrival()
 
 
-def learned_priority_live(view, *, policy_state=None, window: int | None = None):
+class _LiveScorer:
+    """The learned priority's run state: the job arrays, the scorer, and each job's
+    features that do not change while it waits (columns of :data:`FEATURES`, computed
+    once per run with the same numpy operations as :func:`priority_features`)."""
+
+    def __init__(self, view) -> None:
+        self.arrays = a = JobArrays(view)
+        self.scorer = load_scorer(shipped_weights())
+        gpus = np.log2(a.gpus)
+        length = np.log(a.duration / DURATION_SCALE_S)
+        static = np.zeros((len(a.gpus), len(FEATURES)))
+        static[:, 0] = gpus
+        static[:, 1] = length
+        static[:, 3] = (a.sensitivity - 1.0) * (a.gpus > 1)
+        static[:, 4] = gpus * length
+        # placeholders read (and overwritten) by each call: submit time, GPU count
+        static[:, 2] = a.submit
+        static[:, 8] = a.gpus
+        self.static = static
+        self.queued: dict[int, float] = {}  # queue length -> its feature term
+
+
+def learned_priority_live(view, *, policy_state: _LiveScorer | None = None,
+                          window: int | None = None) -> tuple[Decision, _LiveScorer]:
     """``learned-priority`` (shipped weights) on the live view: the same features and
-    scores as :func:`priority_order` on a snapshot, from the run's job arrays."""
-    if policy_state is None:
-        policy_state = (JobArrays(view), load_scorer(shipped_weights()))
-    arrays, scorer = policy_state
+    scores as :func:`priority_order` on a snapshot (bit for bit: the per-job columns are
+    the same elementwise operations, computed once per run), from the run's job arrays."""
+    state = policy_state if policy_state is not None else _LiveScorer(view)
+    arrays = state.arrays
     queue = arrival_order(arrays, view)
     shown = queue[:window]
     placer = Placer(view)
     if not len(shown):
-        return placer.decision(), policy_state
-    submit = arrays.submit[shown]
-    features = priority_features(
-        arrays.gpus[shown], arrays.duration[shown], view.time - submit,
-        arrays.sensitivity[shown], idle_per_server(view), view.cluster.num_gpus, len(queue))
-    # by (score, arrival, queue position): lexsort is stable
-    ranked = shown[np.lexsort((submit, scorer.scores(features)))]
-    for r in ranked.tolist():
+        return placer.decision(), state
+    total = view.cluster.num_gpus
+    # priority_features(), with the static columns gathered instead of recomputed and
+    # each dynamic column written in place (the same elementwise operations)
+    features = state.static[shown]
+    waited = np.subtract(view.time, features[:, 2])  # column 2 holds the submit time
+    np.divide(waited, WAIT_SCALE_S, out=waited)
+    np.log1p(waited, out=waited)  # on a contiguous array, as priority_features() does
+    features[:, 2] = waited
+    queued = state.queued.get(len(queue))
+    if queued is None:
+        queued = state.queued[len(queue)] = float(np.log1p(len(queue) / total))
+    np.multiply(features[:, 0], float(view.idle_count) / total, out=features[:, 5])
+    np.multiply(features[:, 1], queued, out=features[:, 6])
+    np.multiply(waited, queued, out=features[:, 7])
+    np.greater(features[:, 8], view.most_idle(), out=features[:, 8])  # held the GPU count
+    # by (score, arrival, queue position): ``shown`` is in (arrival, queue position) order,
+    # so the first smallest score is the next job of priority_order()'s lexsort
+    scores = state.scorer.scores(features)
+    if not math.isfinite(float(scores.sum())):  # an overflow: sort, as lexsort does
+        scores = np.argsort(scores, kind="stable").argsort().astype(float)
+    for _ in range(len(shown)):
+        k = int(scores.argmin())
+        r = int(shown[k])
         got = placer.place(int(arrays.gpus[r]))
         if got is None:
             break
         placer.take(arrays.ids[r], got)
-    return placer.decision(), policy_state
+        scores[k] = math.inf  # started: after every finite score
+    return placer.decision(), state
 
 
 def _can_start(view, **options) -> bool:

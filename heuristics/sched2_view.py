@@ -5,9 +5,21 @@ policies' fast forms). A module of its own so that those import it, not each oth
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from operator import attrgetter
+
 from dlsched.instance import Instance
+from dlsched.jobs import Job
 
 MAX_DELAYS = 3  # DSIF: times a job may be skipped for a placement worse than its best
+
+STATIC_KEYS: dict[str, Callable[[Job], tuple]] = {
+    "sif": attrgetter("duration", "submit_time"),
+    "dsif": attrgetter("duration", "submit_time"),
+    "lrf": attrgetter("num_gpus", "submit_time"),
+    "spf": lambda job: (job.num_gpus * job.duration, job.submit_time),
+}
+"""The static rules' sort keys before the queue position (a job's key never changes)."""
 
 
 def _packing_live(view, demand: int, taken: dict[int, int], left_total: int
@@ -20,50 +32,57 @@ def _packing_live(view, demand: int, taken: dict[int, int], left_total: int
     """
     if left_total < demand:
         return None
+    by_idle = view.servers_by_idle()  # by_idle[c]: servers with c idle GPUs, ascending
+    idle = view.idle_lists()
+    top = len(by_idle) - 1
+    if not taken:  # nothing given yet: the first server at the smallest count that holds it
+        for c in range(demand, top + 1):
+            level = by_idle[c]
+            if level:
+                s = level[0]
+                return idle[s][:demand], {s: demand}
     local: dict[int, int] = {}
     chosen: list[int] = []
     need = demand
-
-    def left(s: int) -> int:
-        return view.idle_on(s) - taken.get(s, 0) - local.get(s, 0)
-
-    def grab(s: int, k: int) -> None:
-        off = taken.get(s, 0) + local.get(s, 0)
-        chosen.extend(view.idle_gpus(s)[off:off + k])
-        local[s] = local.get(s, 0) + k
-
-    top = view.max_idle
-    while need > 0:
-        skip = set(taken) | set(local)
-        best: tuple[int, int] | None = None
+    while True:
+        used = {s: taken.get(s, 0) + local.get(s, 0) for s in (*taken, *local)}
+        # the fewest GPUs left that hold the rest; ties to the lowest index
+        best_n = best_s = -1
         for c in range(need, top + 1):
-            s = view.first_server_with_idle(c, skip)
-            if s is not None:
-                best = (c, s)
+            for s in by_idle[c]:
+                if s not in used:
+                    best_n, best_s = c, s
+                    break
+            if best_s >= 0:
                 break
-        for s in skip:
-            n = left(s)
-            if n >= need and (best is None or (n, s) < best):
-                best = (n, s)
-        if best is not None:
-            grab(best[1], need)
-            need = 0
-            break
-        most: tuple[int, int] | None = None
+        for s, k in used.items():
+            n = len(idle[s]) - k
+            if n >= need and (best_s < 0 or (n, s) < (best_n, best_s)):
+                best_n, best_s = n, s
+        if best_s >= 0:
+            off = used.get(best_s, 0)
+            chosen.extend(idle[best_s][off:off + need])
+            local[best_s] = local.get(best_s, 0) + need
+            return chosen, local
+        # else all that is left of the server with the most left; ties to the lowest index
+        most_n = most_s = -1
         for c in range(top, 0, -1):
-            s = view.first_server_with_idle(c, skip)
-            if s is not None:
-                most = (c, -s)
+            for s in by_idle[c]:
+                if s not in used:
+                    most_n, most_s = c, s
+                    break
+            if most_s >= 0:
                 break
-        for s in skip:
-            n = left(s)
-            if n > 0 and (most is None or (n, -s) > most):
-                most = (n, -s)
-        if most is None:  # cannot happen when left_total >= demand
+        for s, k in used.items():
+            n = len(idle[s]) - k
+            if n > 0 and (most_s < 0 or n > most_n or (n == most_n and s < most_s)):
+                most_n, most_s = n, s
+        if most_s < 0:  # cannot happen when left_total >= demand
             return None
-        grab(-most[1], most[0])
-        need -= most[0]
-    return chosen, local
+        off = used.get(most_s, 0)
+        chosen.extend(idle[most_s][off:off + most_n])
+        local[most_s] = local.get(most_s, 0) + most_n
+        need -= most_n
 
 
 def some_job_fits(view, *, backfill: bool = False) -> bool:

@@ -131,7 +131,7 @@ class GroupLocality(Locality):
         counts = np.array([per[k] for k in sorted(per)], dtype=np.int64)
         slow = self.counts_slowdown(job, counts)
         if self._packed_reference:
-            slow /= self._packed_slowdown(job, int(counts.sum()))
+            slow /= self._packed_slowdown(job, len(gpus))  # = counts.sum()
         return slow
 
     def _packed_slowdown(self, job: Job, n: int) -> float:

@@ -52,24 +52,26 @@ def check_live(live: LiveState, decision: Decision, is_pending: Callable[[str], 
     seen: set[str] = set()
     ok_structure = True
     for p in decision.placements:
-        if not is_pending(p.job):
-            out.append(Violation("unknown_job", p.job, "not a pending job of this instance"))
+        job_id, ids = p.job, p.gpus
+        if not is_pending(job_id):
+            out.append(Violation("unknown_job", job_id, "not a pending job of this instance"))
             ok_structure = False
             continue
-        if p.job in seen:
-            out.append(Violation("duplicate", p.job, "placed more than once"))
+        if job_id in seen:
+            out.append(Violation("duplicate", job_id, "placed more than once"))
             ok_structure = False
             continue
-        seen.add(p.job)
-        job = job_of[p.job]
-        unknown = [g for g in p.gpus if g not in gpu_index]
-        if unknown:
-            out.append(Violation("unknown_gpu", p.job, f"unknown GPU ids {unknown}"))
+        seen.add(job_id)
+        job = job_of[job_id]
+        gpus = [gpu_index.get(g, -1) for g in ids]
+        if -1 in gpus:
+            unknown = [g for g in ids if g not in gpu_index]
+            out.append(Violation("unknown_gpu", job_id, f"unknown GPU ids {unknown}"))
             ok_structure = False
             continue
-        if len(set(p.gpus)) != len(p.gpus):
-            out.append(Violation("demand", p.job, "a GPU is listed twice"))
-        gpus = [gpu_index[g] for g in p.gpus]
+        distinct = set(gpus)
+        if len(distinct) != len(ids):
+            out.append(Violation("demand", job_id, "a GPU is listed twice"))
         if job.containers:
             loads = _container_loads(SimpleNamespace(cluster=cluster), job, p, out)
             if loads is None:
@@ -81,21 +83,22 @@ def check_live(live: LiveState, decision: Decision, is_pending: Callable[[str], 
             for g, m in loads[0].items():
                 add_mem[g] = add_mem.get(g, 0.0) + m
         else:
-            if job.num_gpus is not None and len(p.gpus) != job.num_gpus:
-                out.append(Violation("demand", p.job,
-                                     f"gets {len(p.gpus)} GPUs, needs {job.num_gpus}"))
-            if not p.gpus:
-                out.append(Violation("demand", p.job, "placed on no GPU"))
+            if job.num_gpus is not None and len(ids) != job.num_gpus:
+                out.append(Violation("demand", job_id,
+                                     f"gets {len(ids)} GPUs, needs {job.num_gpus}"))
+            if not ids:
+                out.append(Violation("demand", job_id, "placed on no GPU"))
             m = job.gpu_mem_gb or 0.0
-            cpu, ram = job.cpu_per_gpu, job.ram_gb_per_gpu
             for g in gpus:
                 add_mem[g] = add_mem.get(g, 0.0) + m
-                if cpu or ram:  # a zero load cannot exceed a capacity
+            cpu, ram = job.cpu_per_gpu, job.ram_gb_per_gpu
+            if cpu or ram:  # a zero load cannot exceed a capacity
+                for g in gpus:
                     n = node_of[g]
                     add_cpu[n] = add_cpu.get(n, 0.0) + cpu
                     add_ram[n] = add_ram.get(n, 0.0) + ram
-        for g in set(gpus):
-            holders.setdefault(g, []).append(p.job)
+        for g in distinct:
+            holders.setdefault(g, []).append(job_id)
     for g, m in add_mem.items():
         if live.mem[g] + m > live.mem_cap[g] + TOL:
             out.append(Violation("gpu_memory", holders.get(g, [None])[0],

@@ -407,9 +407,12 @@ class _Engine:
             if not cache:
                 st = self.state
                 jobs = tuple(st.jobs[st.by_id[p.job]] for p in decision.placements)
-                cache.append(Instance(problem=self.w.problem, cluster=st.cluster, jobs=jobs,
-                                      params=self.w.params, time=self.t,
-                                      running=lazy_running(st, self.t, self.observe is not None)))
+                inst = Instance(problem=self.w.problem, cluster=st.cluster, jobs=jobs,
+                                params=self.w.params, time=self.t,
+                                running=lazy_running(st, self.t, self.observe is not None))
+                # seeded (its cached_property takes a lock per first read)
+                inst.__dict__["job_index"] = {job.id: i for i, job in enumerate(jobs)}
+                cache.append(inst)
             return cache[0]
 
         return make

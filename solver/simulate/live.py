@@ -356,23 +356,30 @@ class LiveState:
     def _hold(self, gpus: Sequence[int], util: float, mem: float, cpu_per_gpu: float,
               ram_per_gpu: float, node_extra: Mapping[int, tuple[float, float]] | None) -> None:
         """A job starts on GPU indices ``gpus`` with these per-GPU loads."""
-        node_of = self.gpu_node
+        node_of, jobs_on, all_idle = self.gpu_node, self.jobs_on, self.idle
+        util_of, mem_of = self.util, self.mem
+        before: dict[int, int] = {}  # server -> its idle count before (servers that change)
         for g in gpus:
-            if self.jobs_on[g] == 0:
+            if jobs_on[g] == 0:
                 s = node_of[g]
-                idle = self.idle[s]
-                n = len(idle)
+                idle = all_idle[s]
+                if s not in before:
+                    before[s] = len(idle)
                 del idle[bisect.bisect_left(idle, g)]
-                self._set_idle(s, n, n - 1)
-                self.idle_total -= 1
-            self.jobs_on[g] += 1
-            self.util[g] += util
-            self.mem[g] += mem
+            jobs_on[g] += 1
+            util_of[g] += util
+            mem_of[g] += mem
+        for s, n in before.items():  # one move per server in the index by idle count
+            k = len(all_idle[s])
+            self._set_idle(s, n, k)
+            self.idle_total -= n - k
         self._touched.update(gpus)
-        for g in gpus:
-            n = node_of[g]
-            self.node_cpu[n] += cpu_per_gpu
-            self.node_ram[n] += ram_per_gpu
+        if cpu_per_gpu or ram_per_gpu:  # adding 0.0 changes no load
+            node_cpu, node_ram = self.node_cpu, self.node_ram
+            for g in gpus:
+                n = node_of[g]
+                node_cpu[n] += cpu_per_gpu
+                node_ram[n] += ram_per_gpu
         if node_extra:
             for n, (cpu, ram) in node_extra.items():
                 self.node_cpu[n] += cpu
@@ -384,30 +391,37 @@ class LiveState:
                 ram_per_gpu: float, node_extra: Mapping[int, tuple[float, float]] | None
                 ) -> None:
         """A job on ``gpus`` finishes: the reverse of :meth:`_hold`."""
-        node_of = self.gpu_node
+        node_of, jobs_on, all_idle = self.gpu_node, self.jobs_on, self.idle
+        util_of, mem_of = self.util, self.mem
         for g in gpus:
-            self.jobs_on[g] -= 1
-            self.util[g] -= util
-            self.mem[g] -= mem
+            jobs_on[g] -= 1
+            util_of[g] -= util
+            mem_of[g] -= mem
         self._touched.update(gpus)
-        for g in gpus:
-            n = node_of[g]
-            self.node_cpu[n] -= cpu_per_gpu
-            self.node_ram[n] -= ram_per_gpu
+        if cpu_per_gpu or ram_per_gpu:  # subtracting 0.0 changes no load
+            node_cpu, node_ram = self.node_cpu, self.node_ram
+            for g in gpus:
+                n = node_of[g]
+                node_cpu[n] -= cpu_per_gpu
+                node_ram[n] -= ram_per_gpu
         if node_extra:
             for n, (cpu, ram) in node_extra.items():
                 self.node_cpu[n] -= cpu
                 self.node_ram[n] -= ram
             self._touched_nodes.update(node_extra)
+        before: dict[int, int] = {}
         for g in gpus:
-            if self.jobs_on[g] == 0:
-                self.util[g] = self.mem[g] = 0.0  # no float residue on idle GPUs
+            if jobs_on[g] == 0:
+                util_of[g] = mem_of[g] = 0.0  # no float residue on idle GPUs
                 s = node_of[g]
-                idle = self.idle[s]
-                n = len(idle)
+                idle = all_idle[s]
+                if s not in before:
+                    before[s] = len(idle)
                 bisect.insort(idle, g)
-                self._set_idle(s, n, n + 1)
-                self.idle_total += 1
+        for s, n in before.items():
+            k = len(all_idle[s])
+            self._set_idle(s, n, k)
+            self.idle_total += k - n
         self.version += 1
 
     def _set_end(self, g: int, end: float) -> None:

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ import numpy as np
 from ..instance import Instance
 from ..jobs import Job, JobColumns, RunningJob
 from .live import LiveState
+from .pending import SortedIndex
 
 
 def running_jobs(state: LiveState, t: float, observed: bool) -> list[RunningJob]:
@@ -180,6 +181,29 @@ class SimView:
         read-only)."""
         return self._queue.records()
 
+    def queue_sorted(self, name: Hashable, key: Callable[[Job], tuple]) -> Sequence[int]:
+        """Pending jobs as indices into :attr:`workload_jobs`, ordered by ``key(job)``, ties
+        by queue position; ``key`` must depend on the job alone. The order is kept up to
+        date as jobs come and go (not re-sorted per call): read it, do not change it.
+        ``name`` identifies the order within the run."""
+        return self._queue.sorted_by(name, key).order
+
+    def queue_groups(self, name: Hashable, group: Callable[[Job], Hashable],
+                     key: Callable[[Job], tuple]) -> Mapping[Hashable, SortedIndex]:
+        """Pending jobs split by ``group(job)`` (static, like ``key``), each group's
+        ``order`` (record indices) sorted by ``keys`` = ``(*key(job), n)`` (``n`` orders
+        jobs by queue position). Kept up to date like :meth:`queue_sorted`; read only."""
+        return self._queue.grouped_by(name, group, key)
+
+    def queue_by_arrival(self) -> np.ndarray:
+        """:meth:`queue_records` sorted by submit time, ties by queue position (a
+        snapshot's arrival order; the queue order itself unless a requeue broke it)."""
+        records = self._queue.records()
+        if self._queue.in_arrival_order:
+            return records
+        submit = self._queue.workload_columns("submit_time")
+        return records[np.argsort(submit[records], kind="stable")]
+
     @property
     def workload_jobs(self) -> Sequence[Job]:
         """Every job of the workload, by record index (read-only)."""
@@ -219,10 +243,28 @@ class SimView:
                 return s
         return None
 
+    def servers_by_idle(self) -> Sequence[Sequence[int]]:
+        """Entry ``c``: the servers with exactly ``c`` idle GPUs, ascending (the live
+        index, for loops that ask :meth:`first_server_with_idle` often; read only)."""
+        return self._state.by_idle
+
+    def idle_lists(self) -> Sequence[Sequence[int]]:
+        """Entry ``s``: the idle GPU indices of server ``s`` in cluster order (the live
+        lists, for loops that ask :meth:`idle_gpus` often; read only)."""
+        return self._state.idle
+
     @property
     def max_idle(self) -> int:
         """Largest possible idle count of a server."""
         return self._state.max_idle
+
+    def most_idle(self) -> int:
+        """The largest number of idle GPUs on one server now."""
+        by = self._state.by_idle
+        for count in range(len(by) - 1, 0, -1):
+            if by[count]:
+                return count
+        return 0
 
     def idle_on(self, server: int) -> int:
         """Number of idle GPUs of ``server``."""
