@@ -18,8 +18,7 @@ Who does what (calls go one way, down this list):
   run (records, running jobs, loads, pending queue, event queue, recorded series), updated
   incrementally: the cost of an event does not grow with the queue or the cluster, except
   where a policy itself looks at them;
-* ``pending``, ``fragmentation``, ``records``, ``speed`` — its parts: the pending queue,
-  the fragmentation log, the data types, the rate models.
+* ``pending`` (the queue), ``fragmentation``, ``records`` (data types), ``speed`` — parts.
 
 Two ways to call a policy:
 
@@ -38,9 +37,8 @@ on the GPUs and servers it touches (``checks.check_live``: the validator's gener
 then the problem's own rules on the instance the policy saw). ``"full"``: the method runs
 on a full snapshot (view policies are not used) and its decision goes through
 ``dlsched.validate.validate`` as a whole. Both give the same schedule (a test compares the
-per-job tables for every policy family). Methods called through
-:func:`dlsched.solve.solve` are validated by ``solve`` itself. At the end of every run the
-whole schedule is checked once from the records alone (``checks.check_schedule``).
+per-job tables for every policy family). At the end of every run the whole schedule is
+checked once from the records alone (``checks.check_schedule``).
 
 Container jobs (Liquid): a placement with ``tasks`` holds its GPUs and, on every server
 it uses, the CPU and RAM of its containers there (a PS holds no GPU but still holds its
@@ -55,10 +53,9 @@ FIFO: a job never overtakes an earlier one that does not fit.
 Stepping (agents, preempting policies): ``next_batch`` (the next event time; is a decision
 due?), ``view`` / ``snapshot``, ``apply``, ``end_batch``, ``result``; ``run`` is that loop.
 
-Requeue hook (PAB; docs/simulator.md): ``extra["requeue"]`` (running jobs back to the
-queue's tail, checked by ``checks.check_requeue``, released like a completion, progress
-lost, the run kept in ``JobRecord.attempts``) and ``extra["watch_at"]`` (a time to be
-called again even with nothing pending).
+Requeue hook (PAB; docs/simulator.md): ``extra["requeue"]`` sends running jobs back to
+the queue's tail (``checks.check_requeue``; progress lost, the run kept in
+``JobRecord.attempts``); ``extra["watch_at"]``: a call even with nothing pending.
 """
 
 from __future__ import annotations
@@ -410,7 +407,7 @@ class _Engine:
                 inst = Instance(problem=self.w.problem, cluster=st.cluster, jobs=jobs,
                                 params=self.w.params, time=self.t,
                                 running=lazy_running(st, self.t, self.observe is not None))
-                # seeded (its cached_property takes a lock per first read)
+                # seeded: a cached_property takes a lock on its first read
                 inst.__dict__["job_index"] = {job.id: i for i, job in enumerate(jobs)}
                 cache.append(inst)
             return cache[0]
