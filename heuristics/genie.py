@@ -192,10 +192,13 @@ def _blind(instance: Instance, order: list[int], request: int | None,
     placed = []
     blocked: set[str] = set()
     for j in order:
+        most = idle.most()
+        if most == 0:
+            break  # every later task would find no room: blocked, its queue too
         queue = queue_of(j) if queue_of else ""
         if queue in blocked:
             continue
-        room = idle.most() if limit is None else min(idle.most(), limit(j))
+        room = most if limit is None else min(most, limit(j))
         want = min(instance.jobs[j].batch_size, room if request is None else request)
         if want < 1 or want > room:
             if queue_of is None:
@@ -286,16 +289,16 @@ def capacity(instance: Instance, *, request: int | None = None) -> Decision:
         model = r.extra.get("model")
         if model in left:
             left[model] -= len(r.gpus)
-    order = arrival_order(instance)
-    model_of = [job.model for job in instance.jobs]
+    jobs = instance.jobs
 
     def limit(j: int) -> int:
-        return max(0, left[model_of[j]])
+        return max(0, left[jobs[j].model])
 
     def used(j: int, k: int) -> None:
-        left[model_of[j]] -= k
+        left[jobs[j].model] -= k
 
-    return _blind(instance, order, request, limit, used, lambda j: model_of[j])
+    return _blind(instance, arrival_order(instance), request, limit, used,
+                  lambda j: jobs[j].model)
 
 
 METHODS = (

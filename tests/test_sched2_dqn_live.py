@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from dqn_rows_view import RowsView
 
 from dlsched import homogeneous_cluster
 from dlsched.heuristics.sched2_dqn_policy import (
@@ -15,18 +16,7 @@ from dlsched.heuristics.sched2_dqn_policy import (
     shipped_weights,
 )
 from dlsched.instances.sched2_gen import generate_sched2
-from dlsched.jobs import JobColumns
 from dlsched.simulate import Policy, simulate
-
-
-class _View:
-    """The few things LiveRows reads of a live view."""
-
-    def __init__(self, workload) -> None:
-        self.workload_jobs = workload.jobs
-        self.workload_columns = JobColumns(workload.jobs)
-        self.params = workload.params
-        self.cluster = workload.cluster
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -35,7 +25,7 @@ def test_live_rows_equal_q_rows(seed):
     servers, per = int(rng.integers(2, 40)), int(rng.choice([4, 8]))
     w = generate_sched2(seed=seed, jobs=400, servers=servers, gpus_per_server=per)
     w = w.replace(cluster=homogeneous_cluster(servers, per))
-    live = LiveRows(_View(w))
+    live = LiveRows(RowsView(w))
     network, _ = load_network(shipped_weights())
     total = servers * per
     a = live.arrays
