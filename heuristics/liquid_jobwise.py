@@ -128,10 +128,6 @@ def _dynamic_terms(data: LiquidData, rnd: _Round, j: int) -> tuple[np.ndarray, n
     return lin, data.node_coef.copy()
 
 
-def _job_pairs(data: LiquidData, j: int) -> np.ndarray:
-    return data.job_pairs[j]
-
-
 def job_cost(data: LiquidData, j: int, nodes: np.ndarray, lin: np.ndarray,
              node_coef: np.ndarray) -> float:
     """Score of job j placed on ``nodes`` (one server index per container of the job)."""

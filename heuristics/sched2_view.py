@@ -22,6 +22,16 @@ STATIC_KEYS: dict[str, Callable[[Job], tuple]] = {
 """The static rules' sort keys before the queue position (a job's key never changes)."""
 
 
+def _first_untouched(by_idle, counts: range, used: dict[int, int]) -> tuple[int, int]:
+    """(count, server): the first server not in ``used`` at the first of ``counts`` that
+    has one (``by_idle[c]``: servers with ``c`` idle GPUs, ascending); (-1, -1) if none."""
+    for c in counts:
+        for s in by_idle[c]:
+            if s not in used:
+                return c, s
+    return -1, -1
+
+
 def _packing_live(view, demand: int, taken: dict[int, int], left_total: int
                   ) -> tuple[list[int], dict[int, int]] | None:
     """:func:`packing` on the live view, with ``taken[s]`` GPUs of server ``s`` already
@@ -47,14 +57,7 @@ def _packing_live(view, demand: int, taken: dict[int, int], left_total: int
     while True:
         used = {s: taken.get(s, 0) + local.get(s, 0) for s in (*taken, *local)}
         # the fewest GPUs left that hold the rest; ties to the lowest index
-        best_n = best_s = -1
-        for c in range(need, top + 1):
-            for s in by_idle[c]:
-                if s not in used:
-                    best_n, best_s = c, s
-                    break
-            if best_s >= 0:
-                break
+        best_n, best_s = _first_untouched(by_idle, range(need, top + 1), used)
         for s, k in used.items():
             n = len(idle[s]) - k
             if n >= need and (best_s < 0 or (n, s) < (best_n, best_s)):
@@ -65,14 +68,7 @@ def _packing_live(view, demand: int, taken: dict[int, int], left_total: int
             local[best_s] = local.get(best_s, 0) + need
             return chosen, local
         # else all that is left of the server with the most left; ties to the lowest index
-        most_n = most_s = -1
-        for c in range(top, 0, -1):
-            for s in by_idle[c]:
-                if s not in used:
-                    most_n, most_s = c, s
-                    break
-            if most_s >= 0:
-                break
+        most_n, most_s = _first_untouched(by_idle, range(top, 0, -1), used)
         for s, k in used.items():
             n = len(idle[s]) - k
             if n > 0 and (most_s < 0 or n > most_n or (n == most_n and s < most_s)):

@@ -1,7 +1,14 @@
-"""A stand-in for the simulator's live view with the few things ``LiveRows`` reads."""
+"""A random SCHED² workload and ``dqn``'s row builder on a stand-in for the simulator's live
+view (the few things ``LiveRows`` reads), for the row tests."""
 
 from __future__ import annotations
 
+import numpy as np
+
+from dlsched import homogeneous_cluster
+from dlsched.heuristics.sched2_dqn_policy import LiveRows
+from dlsched.instance import Instance
+from dlsched.instances.sched2_gen import generate_sched2
 from dlsched.jobs import JobColumns
 
 
@@ -13,3 +20,13 @@ class RowsView:
         self.workload_columns = JobColumns(workload.jobs)
         self.params = workload.params
         self.cluster = workload.cluster
+
+
+def random_live_rows(seed: int, rng: np.random.Generator, jobs: int, max_servers: int
+                     ) -> tuple[Instance, LiveRows, int, int]:
+    """(workload, its LiveRows, servers, GPUs per server): ``jobs`` jobs of
+    ``generate_sched2(seed)`` on 2 to ``max_servers - 1`` servers of 4 or 8 GPUs."""
+    servers, per = int(rng.integers(2, max_servers)), int(rng.choice([4, 8]))
+    w = generate_sched2(seed=seed, jobs=jobs, servers=servers, gpus_per_server=per)
+    w = w.replace(cluster=homogeneous_cluster(servers, per))
+    return w, LiveRows(RowsView(w)), servers, per

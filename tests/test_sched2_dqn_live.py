@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dqn_rows_view import RowsView
+from dqn_rows_view import random_live_rows
 
-from dlsched import homogeneous_cluster
 from dlsched.heuristics.sched2_dqn_policy import (
-    LiveRows,
     load_network,
     q_rows,
     shipped_weights,
@@ -22,10 +20,7 @@ from dlsched.simulate import Policy, simulate
 @pytest.mark.parametrize("seed", range(6))
 def test_live_rows_equal_q_rows(seed):
     rng = np.random.default_rng(seed)
-    servers, per = int(rng.integers(2, 40)), int(rng.choice([4, 8]))
-    w = generate_sched2(seed=seed, jobs=400, servers=servers, gpus_per_server=per)
-    w = w.replace(cluster=homogeneous_cluster(servers, per))
-    live = LiveRows(RowsView(w))
+    w, live, servers, per = random_live_rows(seed, rng, jobs=400, max_servers=40)
     network, _ = load_network(shipped_weights())
     total = servers * per
     a = live.arrays

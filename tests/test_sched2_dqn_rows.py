@@ -7,20 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dqn_rows_view import RowsView
+from dqn_rows_view import random_live_rows
 
-from dlsched import homogeneous_cluster
-from dlsched.heuristics.sched2_dqn_policy import LiveRows, load_network, shipped_weights
-from dlsched.instances.sched2_gen import generate_sched2
+from dlsched.heuristics.sched2_dqn_policy import load_network, shipped_weights
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_refilled_rows_equal_fresh_rows_after_picks(seed):
     rng = np.random.default_rng(100 + seed)
-    servers, per = int(rng.integers(2, 30)), int(rng.choice([4, 8]))
-    w = generate_sched2(seed=seed, jobs=300, servers=servers, gpus_per_server=per)
-    w = w.replace(cluster=homogeneous_cluster(servers, per))
-    live = LiveRows(RowsView(w))
+    w, live, servers, per = random_live_rows(seed, rng, jobs=300, max_servers=30)
     network, _ = load_network(shipped_weights())
     total = servers * per
     a = live.arrays
