@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 ALL_BACKENDS = ("cbc", "highs", "scip", "cpsat")
+
+# Bytecode caches (git-ignored __pycache__/) even where PYTHONDONTWRITEBYTECODE is set:
+# without them every run compiles each test module again through pytest's assertion
+# rewriter (~3 CPU-s per xdist worker) and every `dlsched` subprocess compiles the package
+# (~0.15 CPU-s each). Python reads the caches either way; this only lets them be written.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
