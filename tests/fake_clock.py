@@ -10,7 +10,10 @@ an idle or a loaded machine.
 
 from __future__ import annotations
 
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
@@ -55,3 +58,36 @@ def install(monkeypatch: Any, clock: FakeClock, *modules: ModuleType) -> None:
     for module in modules:
         assert module.time is time, f"{module.__name__} reads time another way"
         monkeypatch.setattr(module, "time", _TimeModule(clock))
+
+
+class WorkClock(FakeClock):
+    """Seconds that advance with the work this thread does: ``1 / rate`` per Python call,
+    return and call into C, counted while :meth:`counting` (``sys.setprofile``).
+
+    A stage that works long without asking its deadline burns these seconds just as it
+    burns CPU time, but the count is the same on an idle or a loaded machine. Work outside
+    Python (a solver's own search) is not counted: the tests charge a solver the time it
+    is told (:meth:`advance`).
+    """
+
+    def __init__(self, rate: float, start: float = 1000.0) -> None:
+        super().__init__(start)
+        self.rate = rate
+        self.events = 0
+
+    def _count(self, frame: Any, event: str, arg: Any) -> None:
+        self.events += 1
+
+    def perf_counter(self) -> float:
+        self.reads += 1
+        return self.now + self.events / self.rate
+
+    @contextmanager
+    def counting(self) -> Iterator[None]:
+        """Count this thread's work inside the block (a profiler set before is restored)."""
+        before = sys.getprofile()
+        sys.setprofile(self._count)
+        try:
+            yield
+        finally:
+            sys.setprofile(before)
