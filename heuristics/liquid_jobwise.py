@@ -39,7 +39,8 @@ from dlsched.problems.liquid import EPS, LiquidData, decision_from_assignment, l
 from dlsched.registry import MethodSpec, check_option_values, check_options, register_method
 from dlsched.result import MethodOutput, Status
 
-from .liquid import GGA_RULES, UNSET, NodeLoads
+from .liquid import GGA_RULES, UNSET
+from .liquid_loads import NodeLoads
 
 # ----------------------------------------------------------------------------- job plans
 
@@ -115,14 +116,14 @@ def _dynamic_terms(data: LiquidData, rnd: _Round, j: int) -> tuple[np.ndarray, n
     other jobs took count as used (best-fit), else the batch objective's own terms."""
     sl = data.job_slices[j]
     if not rnd.dynamic:
-        return data.lin[sl], data.node_coef
+        return data.lin_rows(sl), data.node_coef
     if data.params.objective == "paper" and not (rnd.assign[sl] >= 0).any():
-        return data.lin[sl], rnd.dynamic_coef()  # the same numbers as below
+        return data.lin_rows(sl), rnd.dynamic_coef()  # the same numbers as below
     extra = rnd.round_gpus(j) / data.total_gpus
     lam = data.params.lam
     if data.params.objective == "paper":  # lin unchanged: the data's rows (read here only)
-        return data.lin[sl], data.node_coef - (1.0 - lam) * extra
-    lin = data.lin[sl].copy()
+        return data.lin_rows(sl), data.node_coef - (1.0 - lam) * extra
+    lin = data.lin_rows(sl).copy()
     sign = np.where(data.c_ps[sl], 1.0, -1.0)
     lin += sign[:, None] * extra[None, :] / max(1, data.num_containers)
     return lin, data.node_coef.copy()
@@ -209,7 +210,7 @@ def _split_plan(data: LiquidData, rnd: _Round, j: int, lin: np.ndarray,
             if len(pairs):
                 k = pairs[assign[partners[pairs]] >= 0]
                 if len(k):
-                    cost += data.pair_coef[k] @ data.dist[assign[partners[k]]]
+                    cost += data.pair_rows(k, assign[partners[k]])
         n = _cheapest(cost, ok)
         if n is None:
             return None
@@ -225,8 +226,8 @@ def _split_plan(data: LiquidData, rnd: _Round, j: int, lin: np.ndarray,
 def _cheapest(cost: np.ndarray, ok: np.ndarray) -> int | None:
     """``cand[argmin(cost[cand])]`` for ``cand = flatnonzero(ok)`` (None when empty): the
     first server of least cost among those that fit. Overwrites ``cost`` where not ok."""
-    cost[~ok] = np.inf
-    n = int(np.argmin(cost))
+    np.putmask(cost, ~ok, np.inf)  # cost[~ok] = inf, without a boolean index's cost
+    n = int(cost.argmin())
     if ok[n]:
         return n
     cand = np.flatnonzero(ok)  # none fits, or every one that fits costs +inf
@@ -266,7 +267,7 @@ def _container_costs(data: LiquidData, assign: np.ndarray, c: int) -> np.ndarray
     for partners, own in ((data.pair_w, data.pair_p), (data.pair_p, data.pair_w)):
         k = np.flatnonzero(own == c)
         if len(k):
-            cost += data.pair_coef[k] @ data.dist[assign[partners[k]]]
+            cost += data.pair_rows(k, assign[partners[k]])
     sl = data.job_slices[int(data.c_job[c])]
     others = np.delete(assign[sl], c - sl.start)
     new_server = np.ones(data.num_nodes, dtype=bool)
@@ -332,6 +333,7 @@ class GgaLs:
                  rng: np.random.Generator) -> None:
         self.data, self.s, self.rng = data, settings, rng
         self.jobs = len(data.job_slices)
+        data.lin  # noqa: B018 - the GA reads its rows many times: build the matrix once
 
     def random_plan(self) -> np.ndarray | None:
         rnd = _Round(self.data)
@@ -438,8 +440,9 @@ def run_bestfit(instance: Instance, *, backend=None, time_limit=None, seed: int 
                 **options) -> MethodOutput:
     """Best-fit, job by job (see the module docstring)."""
     check_options(options, ())
+    from .liquid_bestfit import fast_bestfit  # it builds on this module
     data = liquid_data(instance)
-    return _output(data, jobwise_bestfit(data), "a job fits on no server")
+    return _output(data, fast_bestfit(data), "a job fits on no server")
 
 
 def run_gga_ls(instance: Instance, *, backend=None, time_limit: float | None = 1.0,
