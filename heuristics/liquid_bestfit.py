@@ -18,18 +18,94 @@ batches (both objectives, tight and loose clusters, several PS and workers per j
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from dlsched.problems.liquid import LiquidData
 
 from .liquid_jobwise import _cheapest, _dynamic_terms, _Round, job_cost
+from .liquid_loads import NodeLoads
+
+
+class _ServerLoads(NodeLoads):
+    """:class:`NodeLoads` whose one-server steps (add, the one-server fit rules) run on
+    Python numbers kept per touched server: the arrays' numbers (integer GPU counts; CPU
+    and RAM summed by the same float additions), without numpy's per-element calls."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        d = self.data
+        self.own: dict[int, list] = {}  # server -> [gpu by level, cpu, ram, count, free, room]
+        self.limits: dict[int, tuple] = {}  # server -> (level caps, cpu limit, ram limit)
+        self.demand = list(zip(d.c_level.tolist(), d.c_gpus.tolist(), d.c_cpu.tolist(),
+                               d.c_ram.tolist(), strict=True))
+
+    def _server(self, n: int) -> list:
+        s = self.own.get(n)
+        if s is None:
+            s = self.own[n] = [self.gpu[n].tolist(), float(self.cpu[n]), float(self.ram[n]),
+                               int(self.count[n]), self.free[:, n].tolist(),
+                               self.room[:, n].tolist()]
+            d = self.data
+            self.limits[n] = (d.level_cap[n].tolist(), float(d.cpu_limit[n]),
+                              float(d.ram_limit[n]))
+        return s
+
+    def add(self, c: int, n: int) -> None:
+        s = self._server(n)
+        level, g, cpu, ram = self.demand[c]
+        if g:
+            gpu = s[0]
+            for lev in range(level + 1):
+                gpu[lev] += g
+            free = [cap - used for cap, used in zip(self.limits[n][0], gpu, strict=True)]
+            room = list(free)
+            for lev in range(1, len(room)):
+                room[lev] = min(room[lev - 1], room[lev])
+            s[4], s[5] = free, room
+            self.gpu[n] = gpu
+            self.free[:, n] = free
+            self.room[:, n] = room
+        s[1] += cpu
+        s[2] += ram
+        s[3] += 1
+        self.cpu[n], self.ram[n], self.count[n] = s[1], s[2], s[3]
+
+    def remove(self, c: int, n: int) -> None:  # pragma: no cover - best-fit only places
+        raise NotImplementedError("best-fit's loads only add")
+
+    def fits_at(self, c: int, n: int) -> bool:
+        s, (_, cpu_limit, ram_limit) = self._server(n), self.limits[n]
+        level, g, cpu, ram = self.demand[c]
+        return s[5][level] >= g and s[1] + cpu <= cpu_limit and s[2] + ram <= ram_limit
+
+    def fits_all_at(self, need: Sequence[int], cpu: float, ram: float, n: int) -> bool:
+        s, (_, cpu_limit, ram_limit) = self._server(n), self.limits[n]
+        free = s[4]
+        return (all(free[lev] >= need[lev] for lev in range(len(need)))
+                and s[1] + cpu <= cpu_limit and s[2] + ram <= ram_limit)
+
+    def fits_after(self, c: int, n: int, added: list[int]) -> bool:
+        s, (caps, cpu_limit, ram_limit) = self._server(n), self.limits[n]
+        gpu, cpu, ram = list(s[0]), s[1], s[2]
+        for a in added:
+            level, g, a_cpu, a_ram = self.demand[a]
+            for lev in range(level + 1):
+                gpu[lev] += g
+            cpu += a_cpu
+            ram += a_ram
+        level, g, c_cpu, c_ram = self.demand[c]
+        return (all(caps[lev] - gpu[lev] >= g for lev in range(level + 1))
+                and cpu + c_cpu <= cpu_limit and ram + c_ram <= ram_limit)
 
 
 class _CachedRound(_Round):
     """A best-fit round whose fit masks are kept per demand (module docstring)."""
 
     def __init__(self, data: LiquidData) -> None:
-        super().__init__(data, dynamic=True)
+        super().__init__(data, dynamic=True, loads=_ServerLoads)
+        self.node_terms = {}  # server -> (node_coef, total GPUs) as Python floats
         self.masks: dict[tuple, list] = {}
         self.changed: list[int] = []  # servers whose loads changed, in order
 
@@ -42,17 +118,32 @@ class _CachedRound(_Round):
 
     def fits(self, c: int) -> np.ndarray:
         """``loads.fits(c)`` as a new array (the caller may change it)."""
-        d, loads = self.data, self.loads
-        key = (int(d.c_level[c]), int(d.c_gpus[c]), float(d.c_cpu[c]), float(d.c_ram[c]))
-        return self._mask(key, lambda: loads.fits(c), lambda n: loads.fits_at(c, n)).copy()
+        loads = self.loads
+        return self._mask(loads.demand[c], lambda: loads.fits(c),
+                          lambda n: loads.fits_at(c, n)).copy()
 
     def fits_whole(self, j: int) -> np.ndarray:
         """``loads.fits_all(*job_needs[j])``, read-only."""
         need, cpu, ram = self.data.job_needs[j]
-        loads = self.loads
-        key = (*need.tolist(), float(cpu), float(ram))
+        loads, levels = self.loads, need.tolist()
+        key = (*levels, float(cpu), float(ram))
         return self._mask(key, lambda: loads.fits_all(need, cpu, ram),
-                          lambda n: loads.fits_all_at(need, cpu, ram, n))
+                          lambda n: loads.fits_all_at(levels, cpu, ram, n))
+
+    def dynamic_coef(self) -> np.ndarray:
+        """``_Round.dynamic_coef`` with the touched servers' numbers read as Python floats
+        (the same float operations)."""
+        if self.coef is None:
+            return super().dynamic_coef()
+        d, loads = self.data, self.loads
+        scale = 1.0 - d.params.lam
+        for n in self.touched:
+            terms = self.node_terms.get(n)
+            if terms is None:
+                terms = self.node_terms[n] = (float(d.node_coef[n]), float(d.total_gpus[n]))
+            self.coef[n] = terms[0] - scale * (float(loads._server(n)[0][0]) / terms[1])
+        self.touched.clear()
+        return self.coef
 
     def _mask(self, key: tuple, compute, compute_at) -> np.ndarray:
         """The kept mask of ``key``, first brought up to date at the servers whose loads
@@ -81,10 +172,12 @@ class _Plans:
         # per container: (pair, partner) as the PS, then as the worker, pairs ascending
         self.as_ps: list[list[tuple[int, int]]] = [[] for _ in ps]
         self.as_worker: list[list[tuple[int, int]]] = [[] for _ in ps]
-        for k, (p, w) in enumerate(zip(data.pair_p.tolist(), data.pair_w.tolist(),
-                                       strict=True)):
+        self.pair_ends = list(zip(data.pair_p.tolist(), data.pair_w.tolist(), strict=True))
+        for k, (p, w) in enumerate(self.pair_ends):
             self.as_ps[p].append((k, w))
             self.as_worker[w].append((k, p))
+        self.gpus = data.c_gpus.tolist()
+        self.lin_of: dict[int, np.ndarray] = {}  # GPU count -> lin row (paper objective)
         n = data.num_nodes
         self.whole = np.empty(n)
         self.cost = np.empty(n)
@@ -95,20 +188,56 @@ class _Plans:
         """``best_job_plan(data, rnd, j)`` as a list of servers."""
         d = self.data
         sl = d.job_slices[j]
-        lin, node_coef = _dynamic_terms(d, rnd, j)
-        best, best_cost = None, np.inf
         costs = self.whole
-        lin.sum(axis=0, out=costs)
+        if d.params.objective == "paper" and sl.stop - sl.start <= 2:
+            # _dynamic_terms' branch for a job not placed yet, its rows kept per GPU count;
+            # the sum of one or two rows is the same in any order
+            lin = [self._row(c) for c in range(sl.start, sl.stop)]
+            node_coef = rnd.dynamic_coef()
+            if len(lin) == 2:
+                np.add(lin[0], lin[1], out=costs)
+            else:
+                np.copyto(costs, lin[0])
+        else:
+            if d.params.objective == "paper":
+                lin, node_coef = d.lin_rows(sl), rnd.dynamic_coef()
+            else:
+                lin, node_coef = _dynamic_terms(d, rnd, j)
+            lin.sum(axis=0, out=costs)
+        best, best_cost = None, np.inf
         np.add(costs, node_coef, out=costs)
         n = _cheapest(costs, rnd.fits_whole(j))
         if n is not None:
             best, best_cost = [n] * (sl.stop - sl.start), float(costs[n])
         split = self._split(rnd, j, lin, node_coef)
-        if split is not None:
-            cost = job_cost(d, j, np.array(split, dtype=np.int64), lin, node_coef)
-            if cost < best_cost - 1e-12:
-                best = split
+        if split is not None and self._cost(j, split, lin, node_coef) < best_cost - 1e-12:
+            best = split
         return best
+
+    def _row(self, c: int) -> np.ndarray:
+        """``lin[c]`` (paper objective: it depends on the container's GPUs alone)."""
+        d = self.data
+        g = self.gpus[c]
+        row = self.lin_of.get(g)
+        if row is None:
+            row = self.lin_of[g] = d.lin_rows(slice(c, c + 1))[0]
+        return row
+
+    def _cost(self, j: int, nodes: list[int], lin, node_coef: np.ndarray) -> float:
+        """``job_cost(data, j, nodes, lin, node_coef)``. A job of one or two containers
+        (at most one PS-worker pair) is priced on Python floats: a one-term dot product is
+        the product, and a sum of one or two terms is the same in any order."""
+        d = self.data
+        k = d.job_pair_ranges[j]
+        if len(nodes) > 2:
+            return job_cost(d, j, np.array(nodes, dtype=np.int64), np.asarray(lin), node_coef)
+        net = 0.0
+        if k.stop > k.start:
+            start = d.job_slices[j].start
+            p, w = self.pair_ends[k.start]
+            net = float(d.pair_coef[k.start] * d.dist[nodes[p - start], nodes[w - start]])
+        own = sum(float(lin[r][n]) for r, n in enumerate(nodes))
+        return net + own + sum(float(node_coef[n]) for n in sorted(set(nodes)))
 
     def _split(self, rnd: _CachedRound, j: int, lin: np.ndarray,
                node_coef: np.ndarray) -> list[int] | None:

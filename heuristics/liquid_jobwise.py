@@ -49,12 +49,12 @@ class _Round:
     """The partial plan of one round: assignment, loads and GPUs taken this round."""
 
     def __init__(self, data: LiquidData, assign: np.ndarray | None = None,
-                 dynamic: bool = False) -> None:
+                 dynamic: bool = False, loads: type[NodeLoads] = NodeLoads) -> None:
         self.data = data
         self.dynamic = dynamic
         self.assign = (np.full(data.num_containers, UNSET, dtype=np.int64)
                        if assign is None else assign.copy())
-        self.loads = NodeLoads.of(data, self.assign)
+        self.loads = loads.of(data, self.assign)
         # best-fit's per-server term with every placed container's GPUs counted, kept
         # between jobs and recomputed at the servers place/remove_job touched since
         self.coef: np.ndarray | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,10 +77,11 @@ class NodeLoads:
                     and self.cpu[n] + d.c_cpu[c] <= d.cpu_limit[n]
                     and self.ram[n] + d.c_ram[c] <= d.ram_limit[n])
 
-    def fits_all_at(self, need: np.ndarray, cpu: float, ram: float, n: int) -> bool:
+    def fits_all_at(self, need: Sequence[int], cpu: float, ram: float, n: int) -> bool:
         """``fits_all(need, cpu, ram)[n]`` for one server (as :meth:`fits_at`)."""
         d = self.data
-        return bool(all(self.free[lev, n] >= need[lev] for lev in range(len(need)))
+        free = self.free[:, n].tolist()
+        return bool(all(free[lev] >= need[lev] for lev in range(len(need)))
                     and self.cpu[n] + cpu <= d.cpu_limit[n]
                     and self.ram[n] + ram <= d.ram_limit[n])
 
