@@ -10,7 +10,8 @@ returns ``Status.NO_SOLUTION`` and no decision (a Liquid batch is placed whole).
   lowest index; line 18 of Alg. 1 — removing the chosen server from the candidates — is
   not copied). It is kept only as the GA's optional ``seed_bestfit``: it sends every PS to
   server 0 (a PS placed before its workers costs the same everywhere), so the registered
-  ``bestfit`` method is the job-wise one of ``heuristics.liquid_jobwise``.
+  ``bestfit`` method is the job-wise one of ``heuristics.liquid_jobwise`` (computed by
+  ``heuristics.liquid_bestfit``).
 - ``gga`` (Sec. 5.3, Figs. 7-9; constants of the Go code): a plan is an ordered list of
   servers with their containers (Fig. 7). Population 30 + C/2, tournament of 3, crossover
   rate 0.7, mutation rate 0.5, one elite; fitness = objective + w·(servers used) (Eq. 8's

@@ -250,6 +250,7 @@ class _Plans:
         added: dict[int, list[int]] = {}
         coef = node_coef
         cost = self.cost
+        last = self.order[j][-1]
         for c in self.order[j]:
             ok = rnd.fits(c)
             for m, here in added.items():
@@ -268,6 +269,8 @@ class _Plans:
                 return None
             added.setdefault(n, []).append(c)
             local[c - start] = n
+            if c == last:  # the per-server term is read no more
+                break
             if coef is node_coef:
                 coef = self.coef
                 np.copyto(coef, node_coef)
