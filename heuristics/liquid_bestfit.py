@@ -22,9 +22,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dlsched.problems.liquid import LiquidData
+from dlsched.instance import Instance
+from dlsched.problems.liquid import LiquidData, liquid_data
+from dlsched.registry import MethodSpec, check_options, register_method
+from dlsched.result import MethodOutput
 
-from .liquid_jobwise import _cheapest, _dynamic_terms, _Round, job_cost
+from .liquid_jobwise import _cheapest, _dynamic_terms, _output, _Round, job_cost
 from .liquid_loads import NodeLoads
 
 
@@ -105,7 +108,7 @@ class _CachedRound(_Round):
 
     def __init__(self, data: LiquidData) -> None:
         super().__init__(data, dynamic=True, loads=_ServerLoads)
-        self.node_terms = {}  # server -> (node_coef, total GPUs) as Python floats
+        self.node_terms: dict[int, tuple] = {}  # server -> (node_coef, total GPUs)
         self.masks: dict[tuple, list] = {}
         self.changed: list[int] = []  # servers whose loads changed, in order
 
@@ -131,8 +134,8 @@ class _CachedRound(_Round):
                           lambda n: loads.fits_all_at(levels, cpu, ram, n))
 
     def dynamic_coef(self) -> np.ndarray:
-        """``_Round.dynamic_coef`` with the touched servers' numbers read as Python floats
-        (the same float operations)."""
+        """``_Round.dynamic_coef`` with the touched servers' numbers read once (the same
+        float operations; the division stays numpy's)."""
         if self.coef is None:
             return super().dynamic_coef()
         d, loads = self.data, self.loads
@@ -140,7 +143,7 @@ class _CachedRound(_Round):
         for n in self.touched:
             terms = self.node_terms.get(n)
             if terms is None:
-                terms = self.node_terms[n] = (float(d.node_coef[n]), float(d.total_gpus[n]))
+                terms = self.node_terms[n] = (float(d.node_coef[n]), d.total_gpus[n])
             self.coef[n] = terms[0] - scale * (float(loads._server(n)[0][0]) / terms[1])
         self.touched.clear()
         return self.coef
@@ -289,3 +292,16 @@ def fast_bestfit(data: LiquidData) -> np.ndarray | None:
         for k, n in enumerate(plan):
             rnd.place(sl.start + k, n)
     return rnd.assign
+
+
+def run_bestfit(instance: Instance, *, backend=None, time_limit=None, seed: int = 0,
+                **options) -> MethodOutput:
+    """Best-fit, job by job (``heuristics.liquid_jobwise``'s docstring)."""
+    check_options(options, ())
+    data = liquid_data(instance)
+    return _output(data, fast_bestfit(data), "a job fits on no server")
+
+
+register_method(MethodSpec(
+    "liquid", "bestfit", "heuristic", run_bestfit,
+    summary="Alg. 1 job by job: the cheapest of one-server plans and workers-then-PS"))

@@ -4,15 +4,17 @@ The container-by-container best-fit of ``heuristics.liquid`` places a parameter 
 first, when none of its workers is placed: its cost is then equal on every server and the
 tie sends every PS to server 0, away from its workers. Here a job is placed as a whole:
 
-- ``bestfit`` (Alg. 1, immediate mode, corrected): jobs in queue order; for each job the
-  candidate plans are (a) the whole job on one server, for every server it fits on, and
-  (b) a split plan that places the workers one by one, each on the server of least
-  partial score, and then each PS on the server of least score given its workers. The
-  cheapest candidate wins (ties: lowest server index). The fitness term sees the GPUs the
-  earlier jobs of the same round took (Alg. 1 places one job after another, each on the
-  state the previous ones left), so best-fit packs; the batch is then priced by the
-  problem's evaluator like every other method (whose UsedGPU is the state before the
-  round). ``gga-ls`` places jobs by the batch objective's own terms.
+- ``bestfit`` (Alg. 1, immediate mode, corrected; registered by
+  ``heuristics.liquid_bestfit``, which makes :func:`jobwise_bestfit`'s decisions with
+  less work): jobs in queue order; for each job the candidate plans are (a) the whole job
+  on one server, for every server it fits on, and (b) a split plan that places the
+  workers one by one, each on the server of least partial score, and then each PS on the
+  server of least score given its workers. The cheapest candidate wins (ties: lowest
+  server index). The fitness term sees the GPUs the earlier jobs of the same round took
+  (Alg. 1 places one job after another, each on the state the previous ones left), so
+  best-fit packs; the batch is then priced by the problem's evaluator like every other
+  method (whose UsedGPU is the state before the round). ``gga-ls`` places jobs by the
+  batch objective's own terms.
 - ``gga-ls``: the grouping GA's population and tournament with job-preserving operators —
   crossover injects one server's jobs from parent X into Y and re-places every job it
   disturbed whole (by the job-wise best-fit), mutation re-places the jobs of one server in
@@ -436,15 +438,6 @@ def _output(data: LiquidData, assign: np.ndarray | None, message: str,
                         extra=extra or {})
 
 
-def run_bestfit(instance: Instance, *, backend=None, time_limit=None, seed: int = 0,
-                **options) -> MethodOutput:
-    """Best-fit, job by job (see the module docstring)."""
-    check_options(options, ())
-    from .liquid_bestfit import fast_bestfit  # it builds on this module
-    data = liquid_data(instance)
-    return _output(data, fast_bestfit(data), "a job fits on no server")
-
-
 def run_gga_ls(instance: Instance, *, backend=None, time_limit: float | None = 1.0,
                seed: int = 0, **options) -> MethodOutput:
     """The GA with job-preserving operators and local search; options: GgaLsSettings."""
@@ -457,9 +450,6 @@ def run_gga_ls(instance: Instance, *, backend=None, time_limit: float | None = 1
     return _output(data, assign, "no feasible plan found", info)
 
 
-register_method(MethodSpec(
-    "liquid", "bestfit", "heuristic", run_bestfit,
-    summary="Alg. 1 job by job: the cheapest of one-server plans and workers-then-PS"))
 register_method(MethodSpec(
     "liquid", "gga-ls", "heuristic", run_gga_ls,
     summary="grouping GA with job-preserving repair, best-fit seed and local search"))
