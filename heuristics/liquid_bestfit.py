@@ -27,7 +27,7 @@ from dlsched.problems.liquid import LiquidData, liquid_data
 from dlsched.registry import MethodSpec, check_options, register_method
 from dlsched.result import MethodOutput
 
-from .liquid_jobwise import _cheapest, _dynamic_terms, _output, _Round, job_cost
+from .liquid_jobwise import _dynamic_terms, _output, _Round, job_cost
 from .liquid_loads import NodeLoads
 
 
@@ -119,14 +119,14 @@ class _CachedRound(_Round):
     def remove_job(self, j: int) -> None:  # pragma: no cover - best-fit only places
         raise NotImplementedError("a cached round only places containers")
 
-    def fits(self, c: int) -> np.ndarray:
-        """``loads.fits(c)`` as a new array (the caller may change it)."""
+    def misfits(self, c: int) -> np.ndarray:
+        """``~loads.fits(c)`` as a new array (the caller may change it)."""
         loads = self.loads
         return self._mask(loads.demand[c], lambda: loads.fits(c),
                           lambda n: loads.fits_at(c, n)).copy()
 
-    def fits_whole(self, j: int) -> np.ndarray:
-        """``loads.fits_all(*job_needs[j])``, read-only."""
+    def misfits_whole(self, j: int) -> np.ndarray:
+        """``~loads.fits_all(*job_needs[j])``, read-only."""
         need, cpu, ram = self.data.job_needs[j]
         loads, levels = self.loads, need.tolist()
         key = (*levels, float(cpu), float(ram))
@@ -149,15 +149,15 @@ class _CachedRound(_Round):
         return self.coef
 
     def _mask(self, key: tuple, compute, compute_at) -> np.ndarray:
-        """The kept mask of ``key``, first brought up to date at the servers whose loads
-        changed since it was last read (``compute_at(n)``: ``compute()[n]``)."""
+        """``~compute()``, kept for ``key`` and first brought up to date at the servers
+        whose loads changed since it was last read (``compute_at(n)``: ``compute()[n]``)."""
         hit = self.masks.get(key)
         if hit is None:
-            hit = self.masks[key] = [compute(), len(self.changed)]
+            hit = self.masks[key] = [~compute(), len(self.changed)]
         elif hit[1] < len(self.changed):
             mask = hit[0]
             for n in set(self.changed[hit[1]:]):
-                mask[n] = compute_at(n)
+                mask[n] = not compute_at(n)
             hit[1] = len(self.changed)
         return hit[0]
 
@@ -209,7 +209,7 @@ class _Plans:
             lin.sum(axis=0, out=costs)
         best, best_cost = None, np.inf
         np.add(costs, node_coef, out=costs)
-        n = _cheapest(costs, rnd.fits_whole(j))
+        n = _least(costs, rnd.misfits_whole(j))
         if n is not None:
             best, best_cost = [n] * (sl.stop - sl.start), float(costs[n])
         split = self._split(rnd, j, lin, node_coef)
@@ -255,9 +255,9 @@ class _Plans:
         cost = self.cost
         last = self.order[j][-1]
         for c in self.order[j]:
-            ok = rnd.fits(c)
+            bad = rnd.misfits(c)
             for m, here in added.items():
-                ok[m] = rnd.loads.fits_after(c, m, here)
+                bad[m] = not rnd.loads.fits_after(c, m, here)
             np.add(lin[c - start], coef, out=cost)
             for pairs in (self.as_ps[c], self.as_worker[c]):
                 k = [(q, local[p - start]) for q, p in pairs if local[p - start] >= 0]
@@ -267,7 +267,7 @@ class _Plans:
                 elif k:
                     cost += d.pair_rows(np.array([q for q, _ in k], dtype=np.int64),
                                         np.array([m for _, m in k], dtype=np.int64))
-            n = _cheapest(cost, ok)
+            n = _least(cost, bad)
             if n is None:
                 return None
             added.setdefault(n, []).append(c)
@@ -279,6 +279,17 @@ class _Plans:
                 np.copyto(coef, node_coef)
             coef[n] = 0.0
         return local
+
+
+def _least(cost: np.ndarray, bad: np.ndarray) -> int | None:
+    """``_cheapest(cost, ~bad)``: the first server of least cost among those not bad (None
+    when every one is); overwrites ``cost`` where bad."""
+    np.putmask(cost, bad, np.inf)
+    n = int(cost.argmin())
+    if not bad[n]:
+        return n
+    cand = np.flatnonzero(~bad)  # every server is bad, or every good one costs +inf
+    return int(cand[cost[cand].argmin()]) if len(cand) else None
 
 
 def fast_bestfit(data: LiquidData) -> np.ndarray | None:
