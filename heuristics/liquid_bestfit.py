@@ -5,12 +5,16 @@
 costs, fit rules and ties: module docstring there) and computes every number the same way;
 it only does less work per job, which at 2,048 servers is what a decision costs:
 
-- a fit mask is kept per demand (a container's level, GPUs, CPU and RAM; a job's GPUs per
-  level, CPU and RAM) from job to job and recomputed only at the servers whose loads
-  changed since it was last read, by the same comparisons one server at a time;
-- the cost rows are summed into buffers made once (``out=``: the same additions);
+- a misfit mask is kept per demand (a container's level, GPUs, CPU and RAM; a job's GPUs
+  per level, CPU and RAM) from job to job and recomputed only at the servers whose loads
+  changed since it was last read, by the same comparisons one server at a time, on
+  Python numbers kept per touched server (:class:`_ServerLoads`);
+- the cost rows are summed into buffers made once (``out=``: the same additions); with
+  the paper objective a container's row is kept per GPU count (it depends on nothing else);
 - a split plan reads its containers' PS-worker pairs and the servers of the job's placed
-  containers from Python lists (pairs lie within a job) instead of indexing arrays.
+  containers from Python lists (pairs lie within a job) instead of indexing arrays, and a
+  job of one or two containers is priced on floats (a one-term dot product is the product;
+  a sum of one or two terms is the same in any order).
 
 ``tests/test_liquid_bestfit_fast.py`` compares it with ``jobwise_bestfit`` on random
 batches (both objectives, tight and loose clusters, several PS and workers per job).
