@@ -21,7 +21,7 @@ METHOD_MODULES: dict[tuple[str, str], str] = {
     ("inference", "fixed"): "inference",
     ("inference", "heuristic"): "inference",
     ("inference", "learned-batching"): "inference_pg",
-    ("liquid", "bestfit"): "liquid_jobwise",
+    ("liquid", "bestfit"): "liquid_bestfit",
     ("liquid", "firstfit"): "liquid",
     ("liquid", "gga"): "liquid",
     ("liquid", "gga-ls"): "liquid_jobwise",

@@ -10,7 +10,8 @@ returns ``Status.NO_SOLUTION`` and no decision (a Liquid batch is placed whole).
   lowest index; line 18 of Alg. 1 — removing the chosen server from the candidates — is
   not copied). It is kept only as the GA's optional ``seed_bestfit``: it sends every PS to
   server 0 (a PS placed before its workers costs the same everywhere), so the registered
-  ``bestfit`` method is the job-wise one of ``heuristics.liquid_jobwise``.
+  ``bestfit`` method is the job-wise one of ``heuristics.liquid_jobwise`` (computed by
+  ``heuristics.liquid_bestfit``).
 - ``gga`` (Sec. 5.3, Figs. 7-9; constants of the Go code): a plan is an ordered list of
   servers with their containers (Fig. 7). Population 30 + C/2, tournament of 3, crossover
   rate 0.7, mutation rate 0.5, one elite; fitness = objective + w·(servers used) (Eq. 8's
@@ -56,108 +57,9 @@ from dlsched.registry import (
 )
 from dlsched.result import MethodOutput, Status
 
+from .liquid_loads import NodeLoads
+
 UNSET = -1
-
-
-@dataclass
-class NodeLoads:
-    """Container loads per server: GPUs by memory level, CPU and RAM.
-
-    ``free[l, n]`` is ``level_cap[n, l] - gpu[n, l]`` and ``room[l, n]`` its minimum over
-    levels l' <= l: a container needing level l and g GPUs fits server n's GPUs iff
-    ``g <= room[l, n]`` (integers: the same booleans as checking every level). Both are
-    kept up to date by :meth:`add` and :meth:`remove` for the one server they touch, so
-    :meth:`fits` is a few array steps over the servers, not one per level.
-    """
-
-    data: LiquidData
-    gpu: np.ndarray  # [N, L] GPUs taken by containers needing >= level l
-    cpu: np.ndarray  # [N]
-    ram: np.ndarray  # [N]
-    count: np.ndarray  # [N] containers placed
-    free: np.ndarray | None = None  # [L, N] (see above); built from gpu when None
-    room: np.ndarray | None = None  # [L, N]
-
-    def __post_init__(self) -> None:
-        if self.free is None or self.room is None:
-            self.free = np.ascontiguousarray((self.data.level_cap - self.gpu).T)
-            self.room = np.minimum.accumulate(self.free, axis=0)
-
-    @classmethod
-    def empty(cls, data: LiquidData) -> NodeLoads:
-        n, levels = data.level_cap.shape
-        return cls(data, np.zeros((n, levels), dtype=np.int64), np.zeros(n), np.zeros(n),
-                   np.zeros(n, dtype=np.int64))
-
-    @classmethod
-    def of(cls, data: LiquidData, assign: np.ndarray) -> NodeLoads:
-        loads = cls.empty(data)
-        for c in np.flatnonzero(assign >= 0):
-            loads.add(int(c), int(assign[c]))
-        return loads
-
-    def copy(self) -> NodeLoads:
-        return NodeLoads(self.data, self.gpu.copy(), self.cpu.copy(), self.ram.copy(),
-                         self.count.copy(), self.free.copy(), self.room.copy())
-
-    def fits(self, c: int) -> np.ndarray:
-        """[N] servers that can still take container ``c``."""
-        d = self.data
-        ok = self.room[d.c_level[c]] >= d.c_gpus[c]
-        ok &= self.cpu + d.c_cpu[c] <= d.cpu_limit
-        ok &= self.ram + d.c_ram[c] <= d.ram_limit
-        return ok
-
-    def fits_all(self, need: np.ndarray, cpu: float, ram: float) -> np.ndarray:
-        """[N] servers that can take ``need[l]`` more GPUs needing level l or above (for
-        every level), ``cpu`` and ``ram``."""
-        d = self.data
-        ok = self.free[0] >= need[0]
-        for lev in range(1, len(need)):
-            ok &= self.free[lev] >= need[lev]
-        ok &= self.cpu + cpu <= d.cpu_limit
-        ok &= self.ram + ram <= d.ram_limit
-        return ok
-
-    def add(self, c: int, n: int) -> None:
-        d = self.data
-        self.gpu[n, : d.c_level[c] + 1] += d.c_gpus[c]
-        self.cpu[n] += d.c_cpu[c]
-        self.ram[n] += d.c_ram[c]
-        self.count[n] += 1
-        self._room_of(n)
-
-    def remove(self, c: int, n: int) -> None:
-        d = self.data
-        self.gpu[n, : d.c_level[c] + 1] -= d.c_gpus[c]
-        self.cpu[n] -= d.c_cpu[c]
-        self.ram[n] -= d.c_ram[c]
-        self.count[n] -= 1
-        self._room_of(n)
-
-    def _room_of(self, n: int) -> None:
-        col = self.data.level_cap[n] - self.gpu[n]
-        self.free[:, n] = col
-        self.room[:, n] = np.minimum.accumulate(col)
-
-    def fits_after(self, c: int, n: int, added: list[int]) -> bool:
-        """Whether container c fits server n once the containers ``added`` are added there
-        in that order, these loads unchanged (the numbers :meth:`add` then :meth:`fits`
-        would compute, one server's worth)."""
-        d = self.data
-        gpu = self.gpu[n].copy()
-        cpu, ram = self.cpu[n], self.ram[n]
-        for a in added:
-            gpu[: d.c_level[a] + 1] += d.c_gpus[a]
-            cpu += d.c_cpu[a]
-            ram += d.c_ram[a]
-        lev = d.c_level[c] + 1
-        return bool((d.level_cap[n, :lev] - gpu[:lev]).min() >= d.c_gpus[c]
-                    and cpu + d.c_cpu[c] <= d.cpu_limit[n]
-                    and ram + d.c_ram[c] <= d.ram_limit[n])
-
-    def free_gpus(self) -> np.ndarray:
-        return self.data.level_cap[:, 0] - self.gpu[:, 0]
 
 
 class Unplaceable(Exception):
@@ -186,7 +88,7 @@ def marginal_cost(data: LiquidData, assign: np.ndarray, c: int) -> np.ndarray:
     for partners, own in ((data.pair_w, data.pair_p), (data.pair_p, data.pair_w)):
         k = np.flatnonzero((own == c) & (assign[partners] >= 0))
         if len(k):
-            cost += data.pair_coef[k] @ data.dist[assign[partners[k]]]
+            cost += data.pair_rows(k, assign[partners[k]])
     same_job = np.arange(len(assign))[(data.c_job == data.c_job[c]) & (assign >= 0)]
     new_node = np.ones(data.num_nodes, dtype=bool)
     new_node[assign[same_job]] = False

@@ -4,15 +4,17 @@ The container-by-container best-fit of ``heuristics.liquid`` places a parameter 
 first, when none of its workers is placed: its cost is then equal on every server and the
 tie sends every PS to server 0, away from its workers. Here a job is placed as a whole:
 
-- ``bestfit`` (Alg. 1, immediate mode, corrected): jobs in queue order; for each job the
-  candidate plans are (a) the whole job on one server, for every server it fits on, and
-  (b) a split plan that places the workers one by one, each on the server of least
-  partial score, and then each PS on the server of least score given its workers. The
-  cheapest candidate wins (ties: lowest server index). The fitness term sees the GPUs the
-  earlier jobs of the same round took (Alg. 1 places one job after another, each on the
-  state the previous ones left), so best-fit packs; the batch is then priced by the
-  problem's evaluator like every other method (whose UsedGPU is the state before the
-  round). ``gga-ls`` places jobs by the batch objective's own terms.
+- ``bestfit`` (Alg. 1, immediate mode, corrected; registered by
+  ``heuristics.liquid_bestfit``, which makes :func:`jobwise_bestfit`'s decisions with
+  less work): jobs in queue order; for each job the candidate plans are (a) the whole job
+  on one server, for every server it fits on, and (b) a split plan that places the
+  workers one by one, each on the server of least partial score, and then each PS on the
+  server of least score given its workers. The cheapest candidate wins (ties: lowest
+  server index). The fitness term sees the GPUs the earlier jobs of the same round took
+  (Alg. 1 places one job after another, each on the state the previous ones left), so
+  best-fit packs; the batch is then priced by the problem's evaluator like every other
+  method (whose UsedGPU is the state before the round). ``gga-ls`` places jobs by the
+  batch objective's own terms.
 - ``gga-ls``: the grouping GA's population and tournament with job-preserving operators —
   crossover injects one server's jobs from parent X into Y and re-places every job it
   disturbed whole (by the job-wise best-fit), mutation re-places the jobs of one server in
@@ -39,7 +41,8 @@ from dlsched.problems.liquid import EPS, LiquidData, decision_from_assignment, l
 from dlsched.registry import MethodSpec, check_option_values, check_options, register_method
 from dlsched.result import MethodOutput, Status
 
-from .liquid import GGA_RULES, UNSET, NodeLoads
+from .liquid import GGA_RULES, UNSET
+from .liquid_loads import NodeLoads
 
 # ----------------------------------------------------------------------------- job plans
 
@@ -48,12 +51,12 @@ class _Round:
     """The partial plan of one round: assignment, loads and GPUs taken this round."""
 
     def __init__(self, data: LiquidData, assign: np.ndarray | None = None,
-                 dynamic: bool = False) -> None:
+                 dynamic: bool = False, loads: type[NodeLoads] = NodeLoads) -> None:
         self.data = data
         self.dynamic = dynamic
         self.assign = (np.full(data.num_containers, UNSET, dtype=np.int64)
                        if assign is None else assign.copy())
-        self.loads = NodeLoads.of(data, self.assign)
+        self.loads = loads.of(data, self.assign)
         # best-fit's per-server term with every placed container's GPUs counted, kept
         # between jobs and recomputed at the servers place/remove_job touched since
         self.coef: np.ndarray | None = None
@@ -115,14 +118,14 @@ def _dynamic_terms(data: LiquidData, rnd: _Round, j: int) -> tuple[np.ndarray, n
     other jobs took count as used (best-fit), else the batch objective's own terms."""
     sl = data.job_slices[j]
     if not rnd.dynamic:
-        return data.lin[sl], data.node_coef
+        return data.lin_rows(sl), data.node_coef
     if data.params.objective == "paper" and not (rnd.assign[sl] >= 0).any():
-        return data.lin[sl], rnd.dynamic_coef()  # the same numbers as below
+        return data.lin_rows(sl), rnd.dynamic_coef()  # the same numbers as below
     extra = rnd.round_gpus(j) / data.total_gpus
     lam = data.params.lam
     if data.params.objective == "paper":  # lin unchanged: the data's rows (read here only)
-        return data.lin[sl], data.node_coef - (1.0 - lam) * extra
-    lin = data.lin[sl].copy()
+        return data.lin_rows(sl), data.node_coef - (1.0 - lam) * extra
+    lin = data.lin_rows(sl).copy()
     sign = np.where(data.c_ps[sl], 1.0, -1.0)
     lin += sign[:, None] * extra[None, :] / max(1, data.num_containers)
     return lin, data.node_coef.copy()
@@ -209,7 +212,7 @@ def _split_plan(data: LiquidData, rnd: _Round, j: int, lin: np.ndarray,
             if len(pairs):
                 k = pairs[assign[partners[pairs]] >= 0]
                 if len(k):
-                    cost += data.pair_coef[k] @ data.dist[assign[partners[k]]]
+                    cost += data.pair_rows(k, assign[partners[k]])
         n = _cheapest(cost, ok)
         if n is None:
             return None
@@ -225,8 +228,8 @@ def _split_plan(data: LiquidData, rnd: _Round, j: int, lin: np.ndarray,
 def _cheapest(cost: np.ndarray, ok: np.ndarray) -> int | None:
     """``cand[argmin(cost[cand])]`` for ``cand = flatnonzero(ok)`` (None when empty): the
     first server of least cost among those that fit. Overwrites ``cost`` where not ok."""
-    cost[~ok] = np.inf
-    n = int(np.argmin(cost))
+    np.putmask(cost, ~ok, np.inf)  # cost[~ok] = inf, without a boolean index's cost
+    n = int(cost.argmin())
     if ok[n]:
         return n
     cand = np.flatnonzero(ok)  # none fits, or every one that fits costs +inf
@@ -266,7 +269,7 @@ def _container_costs(data: LiquidData, assign: np.ndarray, c: int) -> np.ndarray
     for partners, own in ((data.pair_w, data.pair_p), (data.pair_p, data.pair_w)):
         k = np.flatnonzero(own == c)
         if len(k):
-            cost += data.pair_coef[k] @ data.dist[assign[partners[k]]]
+            cost += data.pair_rows(k, assign[partners[k]])
     sl = data.job_slices[int(data.c_job[c])]
     others = np.delete(assign[sl], c - sl.start)
     new_server = np.ones(data.num_nodes, dtype=bool)
@@ -332,6 +335,7 @@ class GgaLs:
                  rng: np.random.Generator) -> None:
         self.data, self.s, self.rng = data, settings, rng
         self.jobs = len(data.job_slices)
+        data.lin  # noqa: B018 - the GA reads its rows many times: build the matrix once
 
     def random_plan(self) -> np.ndarray | None:
         rnd = _Round(self.data)
@@ -434,14 +438,6 @@ def _output(data: LiquidData, assign: np.ndarray | None, message: str,
                         extra=extra or {})
 
 
-def run_bestfit(instance: Instance, *, backend=None, time_limit=None, seed: int = 0,
-                **options) -> MethodOutput:
-    """Best-fit, job by job (see the module docstring)."""
-    check_options(options, ())
-    data = liquid_data(instance)
-    return _output(data, jobwise_bestfit(data), "a job fits on no server")
-
-
 def run_gga_ls(instance: Instance, *, backend=None, time_limit: float | None = 1.0,
                seed: int = 0, **options) -> MethodOutput:
     """The GA with job-preserving operators and local search; options: GgaLsSettings."""
@@ -454,9 +450,6 @@ def run_gga_ls(instance: Instance, *, backend=None, time_limit: float | None = 1
     return _output(data, assign, "no feasible plan found", info)
 
 
-register_method(MethodSpec(
-    "liquid", "bestfit", "heuristic", run_bestfit,
-    summary="Alg. 1 job by job: the cheapest of one-server plans and workers-then-PS"))
 register_method(MethodSpec(
     "liquid", "gga-ls", "heuristic", run_gga_ls,
     summary="grouping GA with job-preserving repair, best-fit seed and local search"))

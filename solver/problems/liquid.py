@@ -35,15 +35,20 @@ from typing import Any
 
 import numpy as np
 
-from ..decision import Decision, Placement, TaskPlacement
+from ..decision import Decision
 from ..errors import InputError
 from ..instance import Instance
 from ..jobs import Container
 from .base import Problem, Violation, register_problem
+from .liquid_assign import (  # noqa: F401 - assign_gpus and decision_from_assignment live here
+    EPS,
+    assign_gpus,
+    assignment_from_decision,
+    decision_from_assignment,
+)
 from .liquid_network import DISTANCE_TABLES, distance_matrix
 
 OBJECTIVES = ("paper", "implementation")
-EPS = 1e-9
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,6 @@ class LiquidData:
     pair_bw: np.ndarray  # [K] bandwidth weight (the worker's)
     pair_coef: np.ndarray  # [K] objective coefficient per unit distance
     dist: np.ndarray  # [N, N]
-    lin: np.ndarray  # [C, N]
     node_coef: np.ndarray  # [N] per distinct (job, server) pair
     used_gpus: np.ndarray  # [N] GPUs running jobs hold
     total_gpus: np.ndarray  # [N]
@@ -120,18 +124,52 @@ class LiquidData:
         return self.instance.cluster.num_nodes
 
     @cached_property
+    def lin(self) -> np.ndarray:
+        """[C, N] the per-container term of container c on server n (read-only)."""
+        out = self._lin(self.c_gpus[:, None], self.c_ps[:, None], self.used_gpus[None, :],
+                        self.total_gpus[None, :])
+        out.flags.writeable = False
+        return out
+
+    def lin_rows(self, rows: slice) -> np.ndarray:
+        """``lin[rows]``, computed for those rows only unless :attr:`lin` is built (the
+        same floats: the formula is elementwise)."""
+        if "lin" in self.__dict__:
+            return self.lin[rows]
+        return self._lin(self.c_gpus[rows, None], self.c_ps[rows, None],
+                         self.used_gpus[None, :], self.total_gpus[None, :])
+
+    def _lin(self, gpus: np.ndarray, ps: np.ndarray, used: np.ndarray,
+             total: np.ndarray) -> np.ndarray:
+        """The per-container term, elementwise over the broadcast arguments (module
+        docstring: -(1-λ)·ReqGPU/TotalGPU, or the implementation's s·(1 + UsedGPU +
+        GPUs)/TotalGPU/N_tasks)."""
+        p = self.params
+        if p.objective == "paper":
+            return -(1.0 - p.lam) * gpus / total
+        sign = np.where(ps, 1.0, -1.0)
+        return sign * (1.0 + used + gpus) / total / max(1, self.num_containers)
+
+    @cached_property
+    def job_pair_ranges(self) -> tuple[slice, ...]:
+        """Per job, its PS-worker pairs: pairs are numbered job by job, PS by PS (so
+        ``pair_p`` never decreases), and job j's are the range of those whose PS is one of
+        its containers."""
+        starts = [sl.start for sl in self.job_slices] + [self.num_containers]
+        ends = np.searchsorted(self.pair_p, starts).tolist()
+        return tuple(slice(a, b) for a, b in zip(ends[:-1], ends[1:], strict=True))
+
+    @cached_property
     def job_pairs(self) -> tuple[np.ndarray, ...]:
-        """Per job, the indices of its PS-worker pairs (ascending; pairs are numbered job
-        by job)."""
-        return tuple(np.flatnonzero((self.pair_p >= sl.start) & (self.pair_p < sl.stop))
-                     for sl in self.job_slices)
+        """Per job, the indices of its PS-worker pairs (ascending)."""
+        return tuple(np.arange(k.start, k.stop) for k in self.job_pair_ranges)
 
     @cached_property
     def job_pair_terms(self) -> tuple[tuple[np.ndarray, ...], ...]:
         """Per job: its pairs' coefficients, PS and worker as indices within the job, and
         ``arange`` over its containers (what pricing one job's plan reads)."""
         out = []
-        for sl, k in zip(self.job_slices, self.job_pairs, strict=True):
+        for sl, k in zip(self.job_slices, self.job_pair_ranges, strict=True):
             out.append((self.pair_coef[k], self.pair_p[k] - sl.start, self.pair_w[k] - sl.start,
                         np.arange(sl.stop - sl.start)))
         return tuple(out)
@@ -155,11 +193,14 @@ class LiquidData:
     def job_needs(self) -> tuple[tuple[np.ndarray, float, float], ...]:
         """Per job: (GPUs it needs at each memory level or above, its CPU, its RAM)."""
         out = []
+        levels, gpus = self.c_level.tolist(), self.c_gpus.tolist()
         for sl in self.job_slices:
-            need = np.zeros(self.level_cap.shape[1], dtype=np.int64)
+            need = [0] * self.level_cap.shape[1]  # integers: exact, as int64's
             for c in range(sl.start, sl.stop):
-                need[: self.c_level[c] + 1] += self.c_gpus[c]
-            out.append((need, self.c_cpu[sl].sum(), self.c_ram[sl].sum()))
+                for lev in range(levels[c] + 1):
+                    need[lev] += gpus[c]
+            out.append((np.array(need, dtype=np.int64), self.c_cpu[sl].sum(),
+                        self.c_ram[sl].sum()))
         return tuple(out)
 
     @cached_property
@@ -180,6 +221,14 @@ class LiquidData:
         ram = self.free_ram[None, :] >= self.c_ram[:, None] - EPS
         return need & cpu & ram
 
+    def pair_rows(self, k: np.ndarray, servers: np.ndarray) -> np.ndarray:
+        """[N] ``pair_coef[k] @ dist[servers]``: pair i's coefficient times the distance
+        from ``servers[i]`` to every server, summed over the pairs. One pair is the product
+        itself (the matmul's one term, the same floats), without the matmul's ~20 µs."""
+        if len(k) == 1:
+            return self.pair_coef[k[0]] * self.dist[servers[0]]
+        return self.pair_coef[k] @ self.dist[servers]
+
     def score(self, assign: np.ndarray) -> float:
         """The objective of a complete assignment (container → server index)."""
         return float(sum(self.score_parts(assign)))
@@ -188,7 +237,8 @@ class LiquidData:
         """(network term, per-container term, per-(job, server) term), already weighted."""
         assign = np.asarray(assign, dtype=np.int64)
         net = float(self.pair_coef @ self.dist[assign[self.pair_p], assign[self.pair_w]])
-        lin = float(self.lin[np.arange(len(assign)), assign].sum())
+        lin = float(self._lin(self.c_gpus, self.c_ps, self.used_gpus[assign],
+                              self.total_gpus[assign]).sum())  # lin[c, assign[c]]
         keys = np.unique(self.c_job * self.num_nodes + assign)
         nodes = float(self.node_coef[keys % self.num_nodes].sum())
         return net, lin, nodes
@@ -230,9 +280,10 @@ def _build_data(instance: Instance) -> LiquidData:
     c_bw = np.array([c.bandwidth for c in containers], dtype=float)
 
     pair_p, pair_w, pair_coef = [], [], []
+    is_ps = c_ps.tolist()
     for sl in slices:
-        idx = np.arange(sl.start, sl.stop)
-        ps, workers = idx[c_ps[idx]], idx[~c_ps[idx]]
+        ps = [c for c in range(sl.start, sl.stop) if is_ps[c]]
+        workers = [c for c in range(sl.start, sl.stop) if not is_ps[c]]
         scale = 1.0
         if p.objective == "paper" and len(ps) and len(workers):
             scale = p.lam / (len(ps) * len(workers))
@@ -249,84 +300,37 @@ def _build_data(instance: Instance) -> LiquidData:
     used = np.bincount(node_of, weights=busy.astype(float), minlength=cluster.num_nodes)
     total = cluster.node_gpu_count.astype(float)
     n_tasks = max(1, len(containers))
+    # the per-container term lin[c, n] is built on demand (LiquidData.lin, lin_rows)
     if p.objective == "paper":
-        lin = -(1.0 - p.lam) * c_gpus[:, None] / total[None, :]
         node_coef = -(1.0 - p.lam) * used / total
     else:
-        sign = np.where(c_ps, 1.0, -1.0)
-        lin = sign[:, None] * (1.0 + used[None, :] + c_gpus[:, None]) / total[None, :] / n_tasks
         node_coef = np.full(cluster.num_nodes, 1.0 / n_tasks)
 
     cpu_used, ram_used = instance.node_usage
     levels = np.unique(np.concatenate([[0.0], c_mem[c_gpus > 0]]))
     c_level = np.where(c_gpus > 0, np.searchsorted(levels, c_mem), 0).astype(np.int64)
     gpu_mem = cluster.gpu_mem_gb
-    level_cap = np.stack(
-        [np.bincount(node_of, weights=((gpu_mem >= lev - EPS) & ~busy).astype(float),
-                     minlength=cluster.num_nodes) for lev in levels], axis=1).astype(np.int64)
+    idle, columns, idle_count = ~busy, [], None
+    for lev in levels:  # free GPUs per server with memory >= the level
+        enough = gpu_mem >= lev - EPS
+        if enough.all():  # every GPU: the same weights as idle's (a common case, counted once)
+            if idle_count is None:
+                idle_count = np.bincount(node_of, weights=idle.astype(float),
+                                         minlength=cluster.num_nodes)
+            columns.append(idle_count)
+        else:
+            columns.append(np.bincount(node_of, weights=(enough & idle).astype(float),
+                                       minlength=cluster.num_nodes))
+    level_cap = np.stack(columns, axis=1).astype(np.int64)
     return LiquidData(
         instance=instance, params=p, containers=tuple(containers), c_job=c_job_arr, c_ps=c_ps,
         c_gpus=c_gpus, c_mem=c_mem, c_cpu=c_cpu, c_ram=c_ram, job_slices=tuple(slices),
         pair_p=pair_p_arr, pair_w=pair_w_arr, pair_bw=c_bw[pair_w_arr] if pair_w else
         np.zeros(0), pair_coef=np.array(pair_coef, dtype=float),
-        dist=distance_matrix(cluster, p.distance), lin=lin, node_coef=node_coef,
+        dist=distance_matrix(cluster, p.distance), node_coef=node_coef,
         used_gpus=used, total_gpus=total, free_cpu=cluster.node_cpu - cpu_used,
         free_ram=cluster.node_ram_gb - ram_used, levels=levels, c_level=c_level,
         level_cap=level_cap)
-
-
-# ----------------------------------------------------------------------------- decisions
-def assign_gpus(data: LiquidData, assign: np.ndarray) -> list[tuple[int, ...]]:
-    """Concrete GPU indices for each container of a node-level assignment.
-
-    Per server, containers in decreasing GPU-memory need (then index) take the free GPUs
-    with enough memory in index order. Compatibility is nested (a GPU good for a need is
-    good for every smaller one), so this succeeds whenever the level counts fit.
-    Raises ValueError when a server cannot take its containers.
-    """
-    cluster = data.instance.cluster
-    busy = data.instance.gpu_busy
-    out: list[tuple[int, ...]] = [()] * len(assign)
-    for n in np.unique(assign):
-        free = [int(g) for g in cluster.gpus_of_node[n] if not busy[g]]
-        members = [int(c) for c in np.flatnonzero(assign == n)]
-        for c in sorted(members, key=lambda c: (-data.c_mem[c], c)):
-            if data.c_gpus[c] == 0:
-                continue
-            ok = [g for g in free if cluster.gpu_mem_gb[g] >= data.c_mem[c] - EPS]
-            if len(ok) < data.c_gpus[c]:
-                raise ValueError(f"server {cluster.node_ids[n]} cannot hold its containers")
-            out[c] = tuple(ok[: data.c_gpus[c]])
-            free = [g for g in free if g not in out[c]]
-    return out
-
-
-def decision_from_assignment(data: LiquidData, assign: np.ndarray) -> Decision:
-    """A Decision placing container c on server ``assign[c]`` (GPUs by :func:`assign_gpus`)."""
-    inst = data.instance
-    node_ids, gpu_ids = inst.cluster.node_ids, inst.cluster.gpu_ids
-    gpus = assign_gpus(data, assign)
-    placements = []
-    for j, sl in enumerate(data.job_slices):
-        tasks = tuple(
-            TaskPlacement(data.containers[c].id, node_ids[assign[c]],
-                          tuple(gpu_ids[g] for g in gpus[c]))
-            for c in range(sl.start, sl.stop))
-        all_gpus = tuple(sorted(g for t in tasks for g in t.gpus))
-        placements.append(Placement(inst.jobs[j].id, all_gpus, tasks))
-    return Decision.of(placements)
-
-
-def assignment_from_decision(data: LiquidData, decision: Decision) -> np.ndarray:
-    """Server index of every container (the decision must place every job, checked)."""
-    node_index = data.instance.cluster.node_index
-    out = np.empty(data.num_containers, dtype=np.int64)
-    for j, sl in enumerate(data.job_slices):
-        placement = decision.by_job[data.instance.jobs[j].id]
-        where = {t.task: node_index[t.node] for t in placement.tasks}
-        for c in range(sl.start, sl.stop):
-            out[c] = where[data.containers[c].id]
-    return out
 
 
 # ----------------------------------------------------------------------------- objective
