@@ -53,6 +53,22 @@ LAYERS = 3
 SHIPPED = "data/sched2_dqn/sched2_dqn.safetensors"
 """The shipped agent, relative to the ``dlsched.heuristics`` package."""
 
+TIE_TOL = 1e-9
+"""Relative tolerance of the agent's greedy pick (:func:`greedy_pick`). Identical rows
+(identical jobs) can get Q-values that differ in the last bits, since a BLAS product's
+rounding depends on the matrix's height, the row's position and the CPU's kernel; float64
+rounding noise of this small MLP is about 1e-15 relative, far below 1e-9, while Q-values
+of distinct candidates differ by far more (on the whole ITP replay the rule decides only
+near-exact ties: docs/rl.md)."""
+
+
+def greedy_pick(q: np.ndarray) -> int:
+    """The first row (arrival order; φ last) whose Q-value is within :data:`TIE_TOL` of the
+    largest: ``q[k] >= qmax - TIE_TOL * max(1, |qmax|)``, so which of two identical jobs
+    starts does not depend on the BLAS kernel's last bits."""
+    qmax = float(q.max())
+    return int(np.argmax(q >= qmax - TIE_TOL * max(1.0, abs(qmax))))
+
 
 def q_rows(num_gpus: np.ndarray, duration: np.ndarray, wait: np.ndarray,
            sensitivity: np.ndarray, idle_per_server: np.ndarray, total_gpus: int,
@@ -147,7 +163,7 @@ def dqn_decision(instance: Instance, network: NumpyJobQ, window: int | None) -> 
                            idle, cluster.num_gpus, len(queue)))
         if not running:
             q[-1] = -np.inf
-        pick = int(np.argmax(q))
+        pick = greedy_pick(q)
         if pick == len(shown):
             break
         j = int(shown[pick])
@@ -275,7 +291,7 @@ def dqn_live(view, *, policy_state=None):
                                 else np.concatenate((rows[:k], rows[n:n + 1])))
             if not running:
                 q[-1] = -np.inf
-            pick = int(np.argmax(q))
+            pick = greedy_pick(q)
             if pick == k:
                 break
             r = shown[pick]

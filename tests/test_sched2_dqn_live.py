@@ -9,6 +9,8 @@ import pytest
 from dqn_rows_view import random_live_rows
 
 from dlsched.heuristics.sched2_dqn_policy import (
+    dqn_decision,
+    greedy_pick,
     load_network,
     q_rows,
     shipped_weights,
@@ -67,3 +69,36 @@ def test_one_blas_thread_gives_the_same_q_values():
             single = network._forward(rows)
         assert np.array_equal(default, single)
         assert np.array_equal(network(rows), default)
+
+
+def test_greedy_pick_takes_the_first_of_near_equal_q_values():
+    q = np.array([0.5, 3.0, np.nextafter(np.nextafter(3.0, 4.0), 4.0), 2.9, -np.inf])
+    assert int(np.argmax(q)) == 2  # a plain argmax takes the later, 2 ULPs larger value
+    assert greedy_pick(q) == 1
+    # a real difference, however small next to the Q-values' size, is not a tie
+    assert greedy_pick(np.array([1.0, 1.0 + 1e-6])) == 1
+    assert greedy_pick(np.array([-2e6, -2e6 + 1e-4, -2e6 + 1.0])) == 2  # relative to |qmax|
+    assert greedy_pick(np.array([7.0, 7.0, -np.inf])) == 0
+
+
+def test_snapshot_method_starts_the_first_of_identical_jobs_whatever_their_last_bits():
+    # identical jobs (same arrival, demand, duration, model); the network's Q-values of
+    # later rows are raised by a few ULPs, as a BLAS kernel's rounding may do
+    w = generate_sched2(seed=4, jobs=1, servers=2, gpus_per_server=4)
+    job = w.jobs[0].replace(num_gpus=2, submit_time=0.0)
+    jobs = tuple(job.replace(id=f"twin{k}") for k in range(3))
+    snapshot = w.replace(jobs=jobs, time=100.0)
+    network, window = load_network(shipped_weights())
+
+    def later_rows_higher(rows):
+        q = network(rows)
+        for k in range(len(q)):
+            for _ in range(2 * k):
+                q[k] = np.nextafter(q[k], np.inf)
+        return q
+
+    plain = later_rows_higher(q_rows(np.full(3, 2.0), np.full(3, job.duration), np.full(3, 100.0),
+                                     np.ones(3), np.array([4, 4]), 8, 3))
+    assert int(np.argmax(plain)) == 2  # without the tie rule the last twin would start first
+    decision = dqn_decision(snapshot, later_rows_higher, window)
+    assert [p.job for p in decision.placements][:1] == ["twin0"]
