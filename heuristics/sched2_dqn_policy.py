@@ -20,6 +20,7 @@ read with ``safetensors.numpy``; acting needs neither torch nor pickle. Training
 from __future__ import annotations
 
 import json
+import math
 from functools import cache
 from importlib import resources
 
@@ -179,48 +180,58 @@ def dqn_decision(instance: Instance, network: NumpyJobQ, window: int | None) -> 
 
 
 # ---------------------------------------------------------------------- simulator fast form
-class LiveRows:
-    """:func:`q_rows` for the live view, from a block of per-job columns computed once per
-    run (the job's own features) or once per call (its waiting time); the same numbers,
-    operation by operation, as :func:`q_rows` (``tests/test_sched2_dqn_live.py``)."""
+LIVE_COLUMNS = ("one", "log2_gpus", "log_duration", "locality", "gpus_x_duration",
+                "log_wait", "wider_than_a_server", "stop")
+"""A row of the fast form (:class:`LiveQ`): the columns of a :func:`q_rows` row that do not
+depend on the share of idle GPUs or the queue's load, and a constant 1 for the bias."""
 
-    def __init__(self, view) -> None:
+
+class LiveQ:
+    """The Q-network on the live view, its first layer folded.
+
+    A row of :func:`q_rows` is linear in the share of idle GPUs ``s`` and the queue's load
+    ``l`` (``gpus_x_idle = log2_gpus · s``, ``duration_x_queue = log_duration · l``, …),
+    so the first layer's pre-activation is ``row' @ M(s, l)`` with ``row'`` the
+    :data:`LIVE_COLUMNS` (the job's own, kept per run; its waiting time, once per call;
+    ``wider_than_a_server``, when the largest idle server changes) and
+    ``M(s, l) = M₀ + s·M_s + l·M_l`` (a small matrix per pick). The biases of the hidden
+    layers ride on a constant unit carried through the network. The Q-values equal the
+    network's on :func:`q_rows` up to float64 rounding (``tests/test_sched2_dqn_live.py``:
+    within 1e-12 relative), and :func:`greedy_pick` makes the picks independent of it.
+    """
+
+    def __init__(self, view, network: NumpyJobQ) -> None:
         self.arrays = a = JobArrays(view)
+        (w0, b0), (w1, b1), (w2, b2) = network.layers
+        hidden = len(b0)
         log2_gpus = np.log2(a.gpus)
         log_duration = np.log(a.duration / DURATION_SCALE_S)
-        # per record: log2_gpus, log_duration, (log_wait), locality, gpus_x_duration, gpus
-        self.own = np.stack([log2_gpus, log_duration, np.zeros(len(a.gpus)),
-                             (a.sensitivity - 1.0) * (a.gpus > 1), log2_gpus * log_duration,
-                             a.gpus], axis=1)
-        # the same columns in a row's layout (Q_FEATURES), the call's columns left 0
-        self.table = np.zeros((len(a.gpus), len(Q_FEATURES)))
-        self.table[:, :5] = self.own[:, :5]
+        self.table = np.zeros((len(a.gpus), len(LIVE_COLUMNS)))
+        self.table[:, :5] = np.stack([np.ones(len(a.gpus)), log2_gpus, log_duration,
+                                      (a.sensitivity - 1.0) * (a.gpus > 1),
+                                      log2_gpus * log_duration], axis=1)
+        feature = {name: w0[k] for k, name in enumerate(Q_FEATURES)}
+        col = {name: k for k, name in enumerate(LIVE_COLUMNS)}
+        fold = np.zeros((3, len(LIVE_COLUMNS), hidden + 1))  # M₀, M_s, M_l
+        fold[0, col["one"], :hidden] = b0
+        fold[0, col["one"], hidden] = 1.0  # the unit that carries the next bias
+        for name in ("log2_gpus", "log_duration", "locality", "gpus_x_duration",
+                     "wider_than_a_server", "stop"):
+            fold[0, col[name], :hidden] = feature[name]
+        fold[0, col["log_wait"], :hidden] = feature["log_wait"]
+        fold[1, col["one"], :hidden] = feature["idle_share"]
+        fold[1, col["log2_gpus"], :hidden] = feature["gpus_x_idle"]
+        fold[2, col["one"], :hidden] = feature["queue_load"]
+        fold[2, col["log_duration"], :hidden] = feature["duration_x_queue"]
+        fold[2, col["log_wait"], :hidden] = feature["wait_x_queue"]
+        self.fold = fold.reshape(3, -1)
+        self.shape = (len(LIVE_COLUMNS), hidden + 1)
+        self.second = np.zeros((hidden + 1, hidden + 1))
+        self.second[:hidden, :hidden] = w1
+        self.second[hidden, :hidden] = b1
+        self.second[hidden, hidden] = 1.0
+        self.last = np.append(w2[:, 0], b2[0])
         self._order: tuple[np.ndarray, np.ndarray] | None = None
-
-    def block(self, records: np.ndarray, now: float) -> np.ndarray:
-        """The per-job columns of ``records`` at time ``now`` (one row each)."""
-        block = self.own[records]
-        block[:, 2] = np.log1p((now - self.arrays.submit[records]) / WAIT_SCALE_S)
-        return block
-
-    @staticmethod
-    def rows(block: np.ndarray, idle: np.ndarray, total_gpus: int, queued: int,
-             free: int | None = None) -> np.ndarray:
-        """The rows of the jobs of ``block`` (:meth:`block`), then the φ row (``free``:
-        ``idle.sum()`` when the caller has it)."""
-        n = len(block)
-        rows = np.zeros((n + 1, len(Q_FEATURES)))
-        idle_share = float(idle.sum() if free is None else free) / total_gpus
-        load = np.log1p(queued / total_gpus)
-        if n:
-            queue = float(load)
-            rows[:-1, :5] = block[:, :5]
-            # log2_gpus x idle share, log_duration x load, log_wait x load (one product each)
-            rows[:-1, 5:8] = block[:, :3] * np.array([idle_share, queue, queue])
-            rows[:-1, 8] = block[:, 5] > idle.max()
-        rows[:, len(FEATURES):len(FEATURES) + 2] = (idle_share, load)
-        rows[-1, -1] = 1.0
-        return rows
 
     def arrival_order(self, view) -> np.ndarray:
         """:func:`.sched2_priority.arrival_order`, kept while the queue's records are the
@@ -230,44 +241,39 @@ class LiveRows:
             self._order = (records, arrival_order(self.arrays, view))
         return self._order[1]
 
-    def start(self, records: np.ndarray, now: float) -> np.ndarray:
-        """A buffer of ``len(records) + 1`` rows: the jobs' own columns and waiting times
-        at ``now`` (as :meth:`block`), the φ row last; :meth:`update` fills the rest."""
+    def start(self, records: np.ndarray, now: float, idle_max: int) -> np.ndarray:
+        """The rows (:data:`LIVE_COLUMNS`) of ``records`` at time ``now`` with
+        ``idle_max`` GPUs on the largest idle server, then the φ row."""
         n = len(records)
-        out = np.empty((n + 1, len(Q_FEATURES)))
+        out = np.empty((n + 1, len(LIVE_COLUMNS)))
         np.take(self.table, records, axis=0, out=out[:n], mode="clip")  # valid indices
-        out[:n, 2] = np.log1p((now - self.arrays.submit[records]) / WAIT_SCALE_S)
+        out[:n, 5] = np.log1p((now - self.arrays.submit[records]) / WAIT_SCALE_S)
+        np.greater(self.arrays.gpus[records], idle_max, out=out[:n, 6])
         out[n] = 0.0
-        out[n, -1] = 1.0
+        out[n, 0] = out[n, 7] = 1.0
         return out
 
-    @staticmethod
-    def update(rows: np.ndarray, wider: np.ndarray, idle_max: int, total_gpus: int,
-               queued: int, free: int) -> None:
-        """Fill the call's columns of ``rows`` (:meth:`start`, jobs then φ) in place: the
-        numbers :meth:`rows` computes, by the same operations (``wider``: the jobs' GPU
-        counts, compared with ``idle_max``)."""
-        n = len(rows) - 1
-        idle_share = float(free) / total_gpus
-        load = np.log1p(queued / total_gpus)
-        queue = float(load)
-        jobs = rows[:n]
-        np.multiply(jobs[:, :3], np.array([idle_share, queue, queue]), out=jobs[:, 5:8])
-        np.greater(wider, idle_max, out=jobs[:, 8])
-        rows[:, len(FEATURES)] = idle_share
-        rows[:, len(FEATURES) + 1] = load
+    def q(self, rows: np.ndarray, idle_share: float, load: float) -> np.ndarray:
+        """The Q-values of ``rows`` (:meth:`start`) at idle share ``idle_share`` and queue
+        load ``load`` = log(1 + queued jobs per GPU)."""
+        x = rows @ np.dot((1.0, idle_share, load), self.fold).reshape(self.shape)
+        np.maximum(x, 0.0, out=x)
+        x = x @ self.second
+        np.maximum(x, 0.0, out=x)
+        return x @ self.last
 
 
 def dqn_live(view, *, policy_state=None):
     """``dqn`` (shipped agent) on the live view: :func:`dqn_decision` without a snapshot.
 
-    The rows are built once per call and, after each pick, the picked job's row is
-    dropped and only the columns that depend on the cluster and the queue's length are
-    refilled; the network reads the same matrices as :func:`dqn_decision` (bit for bit), on
-    one BLAS thread."""
+    The rows (:class:`LiveQ`) are built once per call; after each pick the picked job's
+    row is dropped, and only the small first-layer matrix (the share of idle GPUs, the
+    queue's load) and, when the largest idle server shrinks, the ``wider`` column change.
+    One BLAS thread for the call."""
     if policy_state is None:
-        policy_state = (LiveRows(view), *load_network(shipped_weights()))
-    live, network, window = policy_state
+        network, window = load_network(shipped_weights())
+        policy_state = (LiveQ(view, network), window)
+    live, window = policy_state
     arrays = live.arrays
     queue = live.arrival_order(view)
     placer = Placer(view)
@@ -279,16 +285,19 @@ def dqn_live(view, *, policy_state=None):
     running = free < total  # every SCHED² job holds a GPU
     n = len(queue)
     shown = queue.tolist()  # arrival order; picked jobs are deleted
-    rows = live.start(queue, view.time)  # row k: shown[k]; φ after the last job
-    demand = arrays.gpus[queue]  # float64, as the rows' comparisons read them
+    widest = int(idle.max())
+    rows = live.start(queue, view.time, widest)  # row k: shown[k]; φ after the last job
+    demand = arrays.gpus[queue]
     with one_blas_thread():
         while n:
             k = n if window is None else min(window, n)  # the jobs the agent sees
             if demand[:k].min() > free:
                 break
-            live.update(rows[:n + 1], demand[:n], int(idle.max()), total, n, free)
-            q = network.forward(rows[:n + 1] if k == n
-                                else np.concatenate((rows[:k], rows[n:n + 1])))
+            if idle.max() != widest:
+                widest = int(idle.max())
+                np.greater(demand[:n], widest, out=rows[:n, 6])
+            q = live.q(rows[:n + 1] if k == n else np.concatenate((rows[:k], rows[n:n + 1])),
+                       free / total, math.log1p(n / total))
             if not running:
                 q[-1] = -np.inf
             pick = greedy_pick(q)
