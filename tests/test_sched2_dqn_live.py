@@ -44,8 +44,8 @@ def test_folded_network_scores_as_the_network_on_q_rows(seed):
         wait = now - a.submit[shown]
         expected = network(q_rows(a.gpus[shown], a.duration[shown], wait, a.sensitivity[shown],
                                   idle, total, queued))
-        got = live.q(live.start(shown, now, int(idle.max())), float(idle.sum()) / total,
-                     math.log1p(queued / total))
+        rows = live.start(shown, now, int(idle.max()))
+        got = live.q(rows, float(idle.sum()) / total, math.log1p(queued / total))
         assert close_q(got, expected)
         assert greedy_pick(got) == greedy_pick(expected)
         got[-1] = expected[-1] = -np.inf  # nothing runs: φ is not offered

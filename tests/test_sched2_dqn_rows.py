@@ -12,7 +12,14 @@ import pytest
 from dqn_rows_view import random_live_rows
 from test_sched2_dqn_live import close_q
 
-from dlsched.heuristics.sched2_dqn_policy import greedy_pick, load_network, q_rows, shipped_weights
+from dlsched.heuristics.sched2_dqn_policy import (
+    GPUS,
+    WIDER,
+    greedy_pick,
+    load_network,
+    q_rows,
+    shipped_weights,
+)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -30,12 +37,11 @@ def test_buffer_after_picks_scores_as_fresh_rows(seed):
         widest = int(idle.max())
         rows = live.start(records, now, widest)
         kept = list(records)
-        demand = a.gpus[records]
         while kept:
             m = len(kept)
             if idle.max() != widest:
                 widest = int(idle.max())
-                np.greater(demand[:m], widest, out=rows[:m, 6])
+                np.greater(rows[:m, GPUS], widest, out=rows[:m, WIDER])
             got = live.q(rows[:m + 1], float(idle.sum()) / total, math.log1p(m / total))
             k = np.array(kept)
             expected = network(q_rows(a.gpus[k], a.duration[k], now - a.submit[k],
@@ -45,5 +51,4 @@ def test_buffer_after_picks_scores_as_fresh_rows(seed):
             pick = int(rng.integers(0, m))  # drop a job as dqn_live does, change the idle GPUs
             del kept[pick]
             rows[pick:m] = rows[pick + 1:m + 1]
-            demand[pick:m - 1] = demand[pick + 1:m]
             idle[int(rng.integers(0, servers))] = int(rng.integers(0, per + 1))
