@@ -285,14 +285,18 @@ class LiveQ:
         return x @ self.last
 
 
-def widest_left(view, taken: dict[int, int]) -> int:
-    """The most idle GPUs of one server once ``taken[s]`` GPUs of server ``s`` are given."""
+def widest_left(view, taken: dict[int, int], at_most: int | None = None) -> int:
+    """The most idle GPUs of one server once ``taken[s]`` GPUs of server ``s`` are given
+    (``at_most``: a known upper bound, where the scan starts)."""
     by_idle, idle = view.servers_by_idle(), view.idle_lists()
     best, touched = 0, []
     for s, k in taken.items():
-        touched.append(len(idle[s]))
-        best = max(best, len(idle[s]) - k)
-    for c in range(len(by_idle) - 1, best, -1):
+        level = len(idle[s])
+        touched.append(level)
+        if level - k > best:
+            best = level - k
+    top = len(by_idle) - 1 if at_most is None else at_most
+    for c in range(top, best, -1):
         if len(by_idle[c]) > touched.count(c):  # a server at c idle GPUs not touched yet
             return c
     return best
@@ -356,7 +360,7 @@ def _picks(view, live: LiveQ, window: int | None, queue: np.ndarray, placer: Pla
         if window is not None or gpus == least:
             least = None
         if any(c + len(idle[s]) - placer.taken[s] == widest for s, c in got[1].items()):
-            top = widest_left(view, placer.taken)  # a server at the largest count shrank
+            top = widest_left(view, placer.taken, widest)  # a server at the largest count shrank
             if top != widest:
                 widest = top
                 np.greater(rows[:n, GPUS], widest, out=rows[:n, WIDER])

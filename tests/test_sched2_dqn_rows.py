@@ -19,6 +19,7 @@ from dlsched.heuristics.sched2_dqn_policy import (
     load_network,
     q_rows,
     shipped_weights,
+    widest_left,
 )
 
 
@@ -52,3 +53,32 @@ def test_buffer_after_picks_scores_as_fresh_rows(seed):
             del kept[pick]
             rows[pick:m] = rows[pick + 1:m + 1]
             idle[int(rng.integers(0, servers))] = int(rng.integers(0, per + 1))
+
+
+class _Servers:
+    """The two lists of the live view that :func:`widest_left` reads."""
+
+    def __init__(self, idle_per_server: list[int]) -> None:
+        self.idle = [list(range(k)) for k in idle_per_server]
+        self.by_idle = [[s for s, k in enumerate(idle_per_server) if k == c]
+                        for c in range(max(idle_per_server) + 1)]
+
+    def servers_by_idle(self):
+        return self.by_idle
+
+    def idle_lists(self):
+        return self.idle
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_widest_left_is_the_largest_idle_count_after_the_picks(seed):
+    rng = np.random.default_rng(seed)
+    idle = [int(k) for k in rng.integers(0, 9, size=int(rng.integers(1, 7)))]
+    view = _Servers(idle)
+    taken: dict[int, int] = {}
+    for s in rng.choice(len(idle), size=int(rng.integers(0, len(idle) + 1)), replace=False):
+        if idle[s]:
+            taken[int(s)] = int(rng.integers(1, idle[s] + 1))
+    expected = max(idle[s] - taken.get(s, 0) for s in range(len(idle)))
+    assert widest_left(view, taken) == expected
+    assert widest_left(view, taken, max(idle)) == expected
