@@ -20,6 +20,7 @@ read with ``safetensors.numpy``; acting needs neither torch nor pickle. Training
 from __future__ import annotations
 
 import json
+import math
 from functools import cache
 from importlib import resources
 
@@ -36,7 +37,6 @@ from dlsched.heuristics.sched2_priority import (
     FEATURES,
     WAIT_SCALE_S,
     arrival_order,
-    idle_per_server,
     priority_features,
 )
 from dlsched.heuristics.sched2_view import some_job_fits
@@ -52,6 +52,27 @@ LAYERS = 3
 
 SHIPPED = "data/sched2_dqn/sched2_dqn.safetensors"
 """The shipped agent, relative to the ``dlsched.heuristics`` package."""
+
+TIE_TOL = 1e-9
+"""Relative tolerance of the agent's greedy pick (:func:`greedy_pick`). Identical rows
+(identical jobs) can get Q-values that differ in the last bits, since a BLAS product's
+rounding depends on the matrix's height, the row's position and the CPU's kernel; float64
+rounding noise of this small MLP is about 1e-15 relative, far below 1e-9, while Q-values
+of distinct candidates differ by far more (on the whole ITP replay the rule decides only
+near-exact ties: docs/rl.md)."""
+
+
+def greedy_pick(q: np.ndarray) -> int:
+    """The first row (arrival order; φ last) whose Q-value is within :data:`TIE_TOL` of the
+    largest: ``q[k] >= qmax - TIE_TOL * max(1, |qmax|)``, so which of two identical jobs
+    starts does not depend on the BLAS kernel's last bits."""
+    best = int(q.argmax())
+    if best:
+        qmax = float(q[best])
+        low = qmax - TIE_TOL * max(1.0, abs(qmax))
+        if q[:best].max() >= low:
+            return int(np.argmax(q[:best] >= low))
+    return best
 
 
 def q_rows(num_gpus: np.ndarray, duration: np.ndarray, wait: np.ndarray,
@@ -147,7 +168,7 @@ def dqn_decision(instance: Instance, network: NumpyJobQ, window: int | None) -> 
                            idle, cluster.num_gpus, len(queue)))
         if not running:
             q[-1] = -np.inf
-        pick = int(np.argmax(q))
+        pick = greedy_pick(q)
         if pick == len(shown):
             break
         j = int(shown[pick])
@@ -163,48 +184,71 @@ def dqn_decision(instance: Instance, network: NumpyJobQ, window: int | None) -> 
 
 
 # ---------------------------------------------------------------------- simulator fast form
-class LiveRows:
-    """:func:`q_rows` for the live view, from a block of per-job columns computed once per
-    run (the job's own features) or once per call (its waiting time); the same numbers,
-    operation by operation, as :func:`q_rows` (``tests/test_sched2_dqn_live.py``)."""
+LIVE_COLUMNS = ("one", "log2_gpus", "log_duration", "locality", "gpus_x_duration",
+                "log_wait", "wider_than_a_server", "stop", "gpus", "record")
+"""A row of the fast form (:class:`LiveQ`): the columns of a :func:`q_rows` row that do not
+depend on the share of idle GPUs or the queue's load, a constant 1 for the bias, and the
+job's GPU count and record index (weight 0: carried so that dropping a picked row drops
+them too)."""
 
-    def __init__(self, view) -> None:
+WAIT, WIDER, GPUS, RECORD = (LIVE_COLUMNS.index(c) for c in
+                             ("log_wait", "wider_than_a_server", "gpus", "record"))
+
+THREADED_ROWS = 200
+"""From this many rows up a call holds one BLAS thread (:mod:`.blas_threads`); OpenBLAS
+runs smaller products of this network's widths on the calling thread anyway."""
+
+
+class LiveQ:
+    """The Q-network on the live view, its first layer folded.
+
+    A row of :func:`q_rows` is linear in the share of idle GPUs ``s`` and the queue's load
+    ``l`` (``gpus_x_idle = log2_gpus · s``, ``duration_x_queue = log_duration · l``, …),
+    so the first layer's pre-activation is ``row' @ M(s, l)`` with ``row'`` the
+    :data:`LIVE_COLUMNS` (the job's own, kept per run; its waiting time, once per call;
+    ``wider_than_a_server``, when the largest idle server shrinks) and
+    ``M(s, l) = M₀ + s·M_s + l·M_l`` (a small matrix per pick). The biases of the hidden
+    layers ride on a constant unit carried through the network. The Q-values equal the
+    network's on :func:`q_rows` up to float64 rounding (``tests/test_sched2_dqn_live.py``:
+    within 1e-12 relative), and :func:`greedy_pick` makes the picks independent of it.
+    """
+
+    def __init__(self, view, network: NumpyJobQ) -> None:
         self.arrays = a = JobArrays(view)
+        (w0, b0), (w1, b1), (w2, b2) = network.layers
+        hidden = len(b0)
         log2_gpus = np.log2(a.gpus)
         log_duration = np.log(a.duration / DURATION_SCALE_S)
-        # per record: log2_gpus, log_duration, (log_wait), locality, gpus_x_duration, gpus
-        self.own = np.stack([log2_gpus, log_duration, np.zeros(len(a.gpus)),
-                             (a.sensitivity - 1.0) * (a.gpus > 1), log2_gpus * log_duration,
-                             a.gpus], axis=1)
-        # the same columns in a row's layout (Q_FEATURES), the call's columns left 0
-        self.table = np.zeros((len(a.gpus), len(Q_FEATURES)))
-        self.table[:, :5] = self.own[:, :5]
+        self.table = np.zeros((len(a.gpus), len(LIVE_COLUMNS)))
+        self.table[:, :5] = np.stack([np.ones(len(a.gpus)), log2_gpus, log_duration,
+                                      (a.sensitivity - 1.0) * (a.gpus > 1),
+                                      log2_gpus * log_duration], axis=1)
+        self.table[:, WAIT] = a.submit  # :meth:`start` turns it into the waiting time
+        self.table[:, GPUS] = a.gpus
+        self.table[:, RECORD] = np.arange(len(a.gpus))
+        self.phi = np.zeros(len(LIVE_COLUMNS))
+        self.phi[[0, LIVE_COLUMNS.index("stop")]] = 1.0
+        feature = {name: w0[k] for k, name in enumerate(Q_FEATURES)}
+        col = {name: k for k, name in enumerate(LIVE_COLUMNS)}
+        fold = np.zeros((3, len(LIVE_COLUMNS), hidden + 1))  # M₀, M_s, M_l
+        fold[0, col["one"], :hidden] = b0
+        fold[0, col["one"], hidden] = 1.0  # the unit that carries the next bias
+        for name in LIVE_COLUMNS[1:GPUS]:
+            fold[0, col[name], :hidden] = feature[name]
+        fold[1, col["one"], :hidden] = feature["idle_share"]
+        fold[1, col["log2_gpus"], :hidden] = feature["gpus_x_idle"]
+        fold[2, col["one"], :hidden] = feature["queue_load"]
+        fold[2, col["log_duration"], :hidden] = feature["duration_x_queue"]
+        fold[2, col["log_wait"], :hidden] = feature["wait_x_queue"]
+        self.fold = fold.reshape(3, -1)
+        self.coef = np.ones(3)  # (1, s, l)
+        self.shape = (len(LIVE_COLUMNS), hidden + 1)
+        self.second = np.zeros((hidden + 1, hidden + 1))
+        self.second[:hidden, :hidden] = w1
+        self.second[hidden, :hidden] = b1
+        self.second[hidden, hidden] = 1.0
+        self.last = np.append(w2[:, 0], b2[0])
         self._order: tuple[np.ndarray, np.ndarray] | None = None
-
-    def block(self, records: np.ndarray, now: float) -> np.ndarray:
-        """The per-job columns of ``records`` at time ``now`` (one row each)."""
-        block = self.own[records]
-        block[:, 2] = np.log1p((now - self.arrays.submit[records]) / WAIT_SCALE_S)
-        return block
-
-    @staticmethod
-    def rows(block: np.ndarray, idle: np.ndarray, total_gpus: int, queued: int,
-             free: int | None = None) -> np.ndarray:
-        """The rows of the jobs of ``block`` (:meth:`block`), then the φ row (``free``:
-        ``idle.sum()`` when the caller has it)."""
-        n = len(block)
-        rows = np.zeros((n + 1, len(Q_FEATURES)))
-        idle_share = float(idle.sum() if free is None else free) / total_gpus
-        load = np.log1p(queued / total_gpus)
-        if n:
-            queue = float(load)
-            rows[:-1, :5] = block[:, :5]
-            # log2_gpus x idle share, log_duration x load, log_wait x load (one product each)
-            rows[:-1, 5:8] = block[:, :3] * np.array([idle_share, queue, queue])
-            rows[:-1, 8] = block[:, 5] > idle.max()
-        rows[:, len(FEATURES):len(FEATURES) + 2] = (idle_share, load)
-        rows[-1, -1] = 1.0
-        return rows
 
     def arrival_order(self, view) -> np.ndarray:
         """:func:`.sched2_priority.arrival_order`, kept while the queue's records are the
@@ -214,84 +258,112 @@ class LiveRows:
             self._order = (records, arrival_order(self.arrays, view))
         return self._order[1]
 
-    def start(self, records: np.ndarray, now: float) -> np.ndarray:
-        """A buffer of ``len(records) + 1`` rows: the jobs' own columns and waiting times
-        at ``now`` (as :meth:`block`), the φ row last; :meth:`update` fills the rest."""
+    def start(self, records: np.ndarray, now: float, widest: int) -> np.ndarray:
+        """The rows (:data:`LIVE_COLUMNS`) of ``records`` at time ``now`` with ``widest``
+        idle GPUs on the largest idle server, then the φ row."""
         n = len(records)
-        out = np.empty((n + 1, len(Q_FEATURES)))
+        out = np.empty((n + 1, len(LIVE_COLUMNS)))
         np.take(self.table, records, axis=0, out=out[:n], mode="clip")  # valid indices
-        out[:n, 2] = np.log1p((now - self.arrays.submit[records]) / WAIT_SCALE_S)
-        out[n] = 0.0
-        out[n, -1] = 1.0
+        wait = out[:n, WAIT]  # the submit times, in place: q_rows' operations
+        np.subtract(now, wait, out=wait)
+        np.divide(wait, WAIT_SCALE_S, out=wait)
+        np.log1p(wait, out=wait)
+        np.greater(out[:n, GPUS], widest, out=out[:n, WIDER])
+        out[n] = self.phi
         return out
 
-    @staticmethod
-    def update(rows: np.ndarray, wider: np.ndarray, idle_max: int, total_gpus: int,
-               queued: int, free: int) -> None:
-        """Fill the call's columns of ``rows`` (:meth:`start`, jobs then φ) in place: the
-        numbers :meth:`rows` computes, by the same operations (``wider``: the jobs' GPU
-        counts, compared with ``idle_max``)."""
-        n = len(rows) - 1
-        idle_share = float(free) / total_gpus
-        load = np.log1p(queued / total_gpus)
-        queue = float(load)
-        jobs = rows[:n]
-        np.multiply(jobs[:, :3], np.array([idle_share, queue, queue]), out=jobs[:, 5:8])
-        np.greater(wider, idle_max, out=jobs[:, 8])
-        rows[:, len(FEATURES)] = idle_share
-        rows[:, len(FEATURES) + 1] = load
+    def q(self, rows: np.ndarray, idle_share: float, load: float) -> np.ndarray:
+        """The Q-values of ``rows`` (:meth:`start`) at idle share ``idle_share`` and queue
+        load ``load`` = log(1 + queued jobs per GPU)."""
+        coef = self.coef
+        coef[1] = idle_share
+        coef[2] = load
+        x = rows @ (coef @ self.fold).reshape(self.shape)
+        np.maximum(x, 0.0, out=x)
+        x = x @ self.second
+        np.maximum(x, 0.0, out=x)
+        return x @ self.last
+
+
+def widest_left(view, taken: dict[int, int], at_most: int | None = None) -> int:
+    """The most idle GPUs of one server once ``taken[s]`` GPUs of server ``s`` are given
+    (``at_most``: a known upper bound, where the scan starts)."""
+    by_idle, idle = view.servers_by_idle(), view.idle_lists()
+    best, touched = 0, []
+    for s, k in taken.items():
+        level = len(idle[s])
+        touched.append(level)
+        if level - k > best:
+            best = level - k
+    top = len(by_idle) - 1 if at_most is None else at_most
+    for c in range(top, best, -1):
+        if len(by_idle[c]) > touched.count(c):  # a server at c idle GPUs not touched yet
+            return c
+    return best
 
 
 def dqn_live(view, *, policy_state=None):
     """``dqn`` (shipped agent) on the live view: :func:`dqn_decision` without a snapshot.
 
-    The rows are built once per call and, after each pick, the picked job's row is
-    dropped and only the columns that depend on the cluster and the queue's length are
-    refilled; the network reads the same matrices as :func:`dqn_decision` (bit for bit), on
-    one BLAS thread."""
+    The rows (:class:`LiveQ`) are built once per call; after each pick the picked job's
+    row is dropped, and only the small first-layer matrix (the share of idle GPUs, the
+    queue's load) and, when the largest idle server shrinks, the ``wider`` column change."""
     if policy_state is None:
-        policy_state = (LiveRows(view), *load_network(shipped_weights()))
-    live, network, window = policy_state
-    arrays = live.arrays
+        network, window = load_network(shipped_weights())
+        policy_state = (LiveQ(view, network), window)
+    live, window = policy_state
     queue = live.arrival_order(view)
     placer = Placer(view)
-    if not len(queue):
+    n = len(queue)
+    if not n:
         return placer.decision(), policy_state
+    if n >= THREADED_ROWS:
+        with one_blas_thread():
+            _picks(view, live, window, queue, placer)
+    else:
+        _picks(view, live, window, queue, placer)
+    return placer.decision(), policy_state
+
+
+def _picks(view, live: LiveQ, window: int | None, queue: np.ndarray, placer: Placer) -> None:
+    """:func:`dqn_live`'s picks into ``placer``."""
     total = view.cluster.num_gpus
-    idle = idle_per_server(view)
-    free = int(idle.sum())
+    free = view.idle_count
     running = free < total  # every SCHED² job holds a GPU
     n = len(queue)
-    shown = queue.tolist()  # arrival order; picked jobs are deleted
-    rows = live.start(queue, view.time)  # row k: shown[k]; φ after the last job
-    demand = arrays.gpus[queue]  # float64, as the rows' comparisons read them
-    with one_blas_thread():
-        while n:
-            k = n if window is None else min(window, n)  # the jobs the agent sees
-            if demand[:k].min() > free:
-                break
-            live.update(rows[:n + 1], demand[:n], int(idle.max()), total, n, free)
-            q = network.forward(rows[:n + 1] if k == n
-                                else np.concatenate((rows[:k], rows[n:n + 1])))
-            if not running:
-                q[-1] = -np.inf
-            pick = int(np.argmax(q))
-            if pick == k:
-                break
-            r = shown[pick]
-            got = placer.place(int(arrays.gpus[r]))
-            if got is None:  # it waits for this job
-                break
-            placer.take(arrays.ids[r], got)
-            for s, c in got[1].items():
-                idle[s] -= c
-            free -= len(got[0])
-            del shown[pick]
-            rows[pick:n] = rows[pick + 1:n + 1]  # the later jobs and φ move up one row
-            demand[pick:n - 1] = demand[pick + 1:n]
-            n -= 1
-            running = True
-    return placer.decision(), policy_state
+    idle = view.idle_lists()
+    widest = widest_left(view, placer.taken)
+    rows = live.start(queue, view.time, widest)  # one per job in arrival order; φ last
+    least = None  # the least GPU count of the jobs shown (None: to recompute)
+    while n:
+        k = n if window is None else min(window, n)  # the jobs the agent sees
+        if least is None:
+            least = rows[:k, GPUS].min()
+        if least > free:
+            break
+        q = live.q(rows[:n + 1] if k == n else np.concatenate((rows[:k], rows[n:n + 1])),
+                   free / total, math.log1p(n / total))
+        if not running:
+            q[-1] = -np.inf
+        pick = greedy_pick(q)
+        if pick == k:
+            break
+        gpus = rows[pick, GPUS]
+        got = placer.place(int(gpus))
+        if got is None:  # it waits for this job
+            break
+        placer.take(live.arrays.ids[int(rows[pick, RECORD])], got)
+        free -= len(got[0])
+        rows[pick:n] = rows[pick + 1:n + 1]  # the later jobs and φ move up one row
+        n -= 1
+        running = True
+        if window is not None or gpus == least:
+            least = None
+        if any(c + len(idle[s]) - placer.taken[s] == widest for s, c in got[1].items()):
+            top = widest_left(view, placer.taken, widest)  # a server at the largest count shrank
+            if top != widest:
+                widest = top
+                np.greater(rows[:n, GPUS], widest, out=rows[:n, WIDER])
 
 
 def dqn_can_start(view, **options) -> bool:

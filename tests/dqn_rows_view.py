@@ -1,12 +1,12 @@
-"""A random SCHED² workload and ``dqn``'s row builder on a stand-in for the simulator's live
-view (the few things ``LiveRows`` reads), for the row tests."""
+"""A random SCHED² workload and ``dqn``'s fast form (:class:`LiveQ`) on a stand-in for the
+simulator's live view (the few things it reads), for the row tests."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from dlsched import homogeneous_cluster
-from dlsched.heuristics.sched2_dqn_policy import LiveRows
+from dlsched.heuristics.sched2_dqn_policy import LiveQ, load_network, shipped_weights
 from dlsched.instance import Instance
 from dlsched.instances.sched2_gen import generate_sched2
 from dlsched.jobs import JobColumns
@@ -23,10 +23,10 @@ class RowsView:
 
 
 def random_live_rows(seed: int, rng: np.random.Generator, jobs: int, max_servers: int
-                     ) -> tuple[Instance, LiveRows, int, int]:
-    """(workload, its LiveRows, servers, GPUs per server): ``jobs`` jobs of
+                     ) -> tuple[Instance, LiveQ, int, int]:
+    """(workload, its LiveQ for the shipped agent, servers, GPUs per server): ``jobs`` jobs of
     ``generate_sched2(seed)`` on 2 to ``max_servers - 1`` servers of 4 or 8 GPUs."""
     servers, per = int(rng.integers(2, max_servers)), int(rng.choice([4, 8]))
     w = generate_sched2(seed=seed, jobs=jobs, servers=servers, gpus_per_server=per)
     w = w.replace(cluster=homogeneous_cluster(servers, per))
-    return w, LiveRows(RowsView(w)), servers, per
+    return w, LiveQ(RowsView(w), load_network(shipped_weights())[0]), servers, per

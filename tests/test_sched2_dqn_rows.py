@@ -1,19 +1,30 @@
-"""``dqn``'s fast form fills one row buffer per call and refills it in place after each pick
-(:meth:`LiveRows.start` / :meth:`LiveRows.update`); after any sequence of picks the buffer
-equals :meth:`LiveRows.rows` (itself :func:`q_rows`, ``test_sched2_dqn_live.py``) bit for
-bit, and so do the network's Q-values on it."""
+"""``dqn``'s fast form fills one row buffer per call and, after each pick, drops the picked
+row and refreshes the ``wider`` column (as :func:`dqn_live` does); after any sequence of
+picks its Q-values equal the network's on fresh :func:`q_rows` up to float64 rounding, and
+its picks are the same."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 from dqn_rows_view import random_live_rows
+from test_sched2_dqn_live import close_q
 
-from dlsched.heuristics.sched2_dqn_policy import load_network, shipped_weights
+from dlsched.heuristics.sched2_dqn_policy import (
+    GPUS,
+    WIDER,
+    greedy_pick,
+    load_network,
+    q_rows,
+    shipped_weights,
+    widest_left,
+)
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_refilled_rows_equal_fresh_rows_after_picks(seed):
+def test_buffer_after_picks_scores_as_fresh_rows(seed):
     rng = np.random.default_rng(100 + seed)
     w, live, servers, per = random_live_rows(seed, rng, jobs=300, max_servers=30)
     network, _ = load_network(shipped_weights())
@@ -24,18 +35,50 @@ def test_refilled_rows_equal_fresh_rows_after_picks(seed):
         records = rng.choice(len(w.jobs), size=n, replace=False)
         now = float(a.submit.max()) + float(rng.exponential(5000.0))
         idle = rng.integers(0, per + 1, size=servers)
-        rows = live.start(records, now)
+        widest = int(idle.max())
+        rows = live.start(records, now, widest)
         kept = list(records)
-        demand = a.gpus[records]
         while kept:
             m = len(kept)
-            free = int(idle.sum())
-            live.update(rows[:m + 1], demand[:m], int(idle.max()), total, m, free)
-            fresh = live.rows(live.block(np.array(kept), now), idle, total, m, free)
-            assert np.array_equal(rows[:m + 1], fresh)
-            assert np.array_equal(network.forward(rows[:m + 1]), network(fresh))
+            if idle.max() != widest:
+                widest = int(idle.max())
+                np.greater(rows[:m, GPUS], widest, out=rows[:m, WIDER])
+            got = live.q(rows[:m + 1], float(idle.sum()) / total, math.log1p(m / total))
+            k = np.array(kept)
+            expected = network(q_rows(a.gpus[k], a.duration[k], now - a.submit[k],
+                                      a.sensitivity[k], idle, total, m))
+            assert close_q(got, expected)
+            assert greedy_pick(got) == greedy_pick(expected)
             pick = int(rng.integers(0, m))  # drop a job as dqn_live does, change the idle GPUs
             del kept[pick]
             rows[pick:m] = rows[pick + 1:m + 1]
-            demand[pick:m - 1] = demand[pick + 1:m]
             idle[int(rng.integers(0, servers))] = int(rng.integers(0, per + 1))
+
+
+class _Servers:
+    """The two lists of the live view that :func:`widest_left` reads."""
+
+    def __init__(self, idle_per_server: list[int]) -> None:
+        self.idle = [list(range(k)) for k in idle_per_server]
+        self.by_idle = [[s for s, k in enumerate(idle_per_server) if k == c]
+                        for c in range(max(idle_per_server) + 1)]
+
+    def servers_by_idle(self):
+        return self.by_idle
+
+    def idle_lists(self):
+        return self.idle
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_widest_left_is_the_largest_idle_count_after_the_picks(seed):
+    rng = np.random.default_rng(seed)
+    idle = [int(k) for k in rng.integers(0, 9, size=int(rng.integers(1, 7)))]
+    view = _Servers(idle)
+    taken: dict[int, int] = {}
+    for s in rng.choice(len(idle), size=int(rng.integers(0, len(idle) + 1)), replace=False):
+        if idle[s]:
+            taken[int(s)] = int(rng.integers(1, idle[s] + 1))
+    expected = max(idle[s] - taken.get(s, 0) for s in range(len(idle)))
+    assert widest_left(view, taken) == expected
+    assert widest_left(view, taken, max(idle)) == expected
