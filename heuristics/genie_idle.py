@@ -95,11 +95,20 @@ class IdleGpus:
                 eligible.extend(sorted(self._bucket[c]))
                 if len(eligible) >= shape.nodes:
                     break
-        out = []
-        for n in eligible[: shape.nodes]:
-            out.extend(self.free[n][:g])
-            self._taking(n, len(self.free[n][:g]))
-            del self.free[n][:g]
+        out: list[int] = []
+        free, with_count, buckets = self.free, self._servers_with, self._buckets
+        for n in eligible[: shape.nodes]:  # each has at least g idle GPUs
+            have = free[n]
+            c = len(have)
+            out += have[:g]
+            del have[:g]
+            # what _taking(n, g) does, inline: it runs for every server a task takes
+            with_count[c] -= 1
+            with_count[c - g] = with_count.get(c - g, 0) + 1
+            if buckets is not None:
+                buckets[c].discard(n)
+                buckets.setdefault(c - g, set()).add(n)
+        self._at_least = None
         return out
 
     def take_on_most_idle(self, gpus: int) -> list[int]:

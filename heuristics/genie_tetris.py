@@ -30,7 +30,7 @@ from the queue when they differ, so a call never decides on a wrong queue.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any
 
 from dlsched.decision import Decision, Placement
@@ -121,88 +121,99 @@ def _first_fit(ranked: Ranked, ge: list[int]) -> Shape | None:
     return None
 
 
+Pick = tuple[int, int, Group, Shape]
+"""(GPUs, head position, group, shape) of the task Tetris starts next."""
+
+
+def _pick(groups: Iterable[Group], fit: Callable[[Group], Shape | None]) -> Pick | None:
+    """Among ``groups`` holding tasks, the one whose best fitting shape (``fit(group)``,
+    None: nothing fits) has the most GPUs, ties to the earliest head."""
+    pick = None
+    for g in groups:
+        if g.tasks:
+            shape = fit(g)
+            if shape is not None:
+                n, head = shape.gpus, g.tasks[0]
+                if pick is None or n > pick[0] or (n == pick[0] and head < pick[1]):
+                    pick = (n, head, g, shape)
+    return pick
+
+
+def _pick_bucketed(buckets: Buckets) -> Pick | None:
+    """:func:`_pick` from the groups by their best fitting shape's GPUs (decreasing)."""
+    for n, entries in buckets:
+        pick = None
+        for g, shape in entries:
+            if g.tasks and (pick is None or g.tasks[0] < pick[1]):
+                pick = (n, g.tasks[0], g, shape)
+        if pick is not None:
+            return pick
+    return None
+
+
+Started = list[tuple[int, list[int], Group]]
+"""(arrival position, GPU indices, its group) of the tasks started, in start order."""
+
+
 def pack(groups: list[Group], idle: IdleGpus, memo: dict[tuple[int, ...], Buckets],
-         holding: list[Group] | None = None) -> list[tuple[int, list[int]]]:
-    """Tetris' loop over groups that all have a ranking: (arrival position, GPU indices)
-    of the tasks started, in start order. ``memo``: :func:`_buckets` of ``groups`` per
-    idle state (the caller empties it when the groups change); ``holding``: the groups
-    that hold tasks, when the caller knows them (few of them: looked at one by one)."""
-    placed = []
+         holding: Collection[Group] | None = None) -> Started:
+    """Tetris' loop over groups that all have a ranking. ``memo``: :func:`_buckets` of
+    ``groups`` per idle state (the caller empties it when the groups change); ``holding``:
+    the groups that hold tasks, when the caller knows them (few of them: looked at one by
+    one)."""
+    placed: Started = []
     few = holding is not None and 4 * len(holding) <= len(groups)
-    while idle.total() > 0:
+    while True:
         ge = idle.servers_at_least()
-        if few:
-            pick = None  # (GPUs, head position, group, shape)
-            for g in holding:  # type: ignore[union-attr]
-                if g.tasks:
-                    shape = _first_fit(g.ranked, ge)  # type: ignore[arg-type]
-                    if shape is not None:
-                        n, head = shape.gpus, g.tasks[0]
-                        if pick is None or n > pick[0] or (n == pick[0] and head < pick[1]):
-                            pick = (n, head, g, shape)
-            if pick is None:
-                break
-            _, head, g, shape = pick
-            g.tasks.popleft()
-            placed.append((head, idle.take(shape)))
-            continue
-        key = tuple(ge)
-        buckets = memo.get(key)
-        if buckets is None:
-            buckets = memo[key] = _buckets(groups, ge)
-        pick = None  # (head position, group, shape): most GPUs, then the earliest head
-        for _gpus, entries in buckets:
-            for g, shape in entries:
-                if g.tasks and (pick is None or g.tasks[0] < pick[0]):
-                    pick = (g.tasks[0], g, shape)
-            if pick is not None:
-                break
-        if pick is None:
+        if not ge[1]:  # no idle GPU
             break
-        head, g, shape = pick
-        g.tasks.popleft()
-        placed.append((head, idle.take(shape)))
-    return placed
-
-
-def pack_scan(groups: list[Group], idle: IdleGpus, nan_shape: Callable[[int], Shape | None]
-              ) -> list[tuple[int, list[int]]]:
-    """:func:`pack` when some task has no ranking (``nan_shape(position)``: its best
-    fitting shape): every group's best fitting shape at every step."""
-    # Idle GPUs only shrink within a call: a shape that does not fit never fits again, so
-    # a group's cursor only moves forward and a group with nothing fitting drops out.
-    active = [g for g in groups if g.tasks]
-    for g in active:
-        g.cursor = 0
-    placed = []
-    while active and idle.total() > 0:
-        ge = idle.servers_at_least()
-        top = len(ge)
-        pick = None  # (GPUs, head position, group, shape)
-        fitting = []
-        for g in active:
-            rows = g.ranked
-            if rows is None:
-                shape = nan_shape(g.tasks[0])
-            else:
-                c, end = g.cursor, len(rows)
-                while c < end and not ((ge[rows[c][0]] if rows[c][0] < top else 0)
-                                       >= rows[c][1]):
-                    c += 1
-                g.cursor = c
-                shape = rows[c][2] if c < end else None
-            if shape is None:
-                continue
-            fitting.append(g)
-            n, head = shape.gpus, g.tasks[0]
-            if pick is None or n > pick[0] or (n == pick[0] and head < pick[1]):
-                pick = (n, head, g, shape)
+        if few:
+            pick = _pick(holding, lambda g, ge=ge: _first_fit(g.ranked, ge))  # type: ignore
+        else:
+            key = tuple(ge)
+            buckets = memo.get(key)
+            if buckets is None:
+                buckets = memo[key] = _buckets(groups, ge)
+            pick = _pick_bucketed(buckets)
         if pick is None:
             break
         _, head, g, shape = pick
         g.tasks.popleft()
-        placed.append((head, idle.take(shape)))
-        active = fitting if g.tasks else [x for x in fitting if x is not g]
+        placed.append((head, idle.take(shape), g))
+    return placed
+
+
+def pack_scan(groups: list[Group], idle: IdleGpus, nan_shape: Callable[[int], Shape | None]
+              ) -> Started:
+    """:func:`pack` when some task has no ranking (``nan_shape(position)``: its best
+    fitting shape): every group's best fitting shape at every step."""
+    # Idle GPUs only shrink within a call: a shape that does not fit never fits again, so
+    # a group's cursor only moves forward
+    for g in groups:
+        g.cursor = 0
+    ge: list[int] = []
+
+    def fit(g: Group) -> Shape | None:
+        rows = g.ranked
+        if rows is None:
+            return nan_shape(g.tasks[0])
+        c, end, top = g.cursor, len(rows), len(ge)
+        while c < end and not ((ge[rows[c][0]] if rows[c][0] < top else 0) >= rows[c][1]):
+            c += 1
+        g.cursor = c
+        return rows[c][2] if c < end else None
+
+    placed: Started = []
+    while True:
+        ge[:] = idle.servers_at_least()
+        if not ge[1]:
+            break
+        pick = _pick(groups, fit)
+        if pick is None:
+            break
+        _, head, g, shape = pick
+        g.tasks.popleft()
+        placed.append((head, idle.take(shape), g))
     return placed
 
 
@@ -238,7 +249,7 @@ def tetris(instance: Instance, *, by: str) -> Decision:
         started = pack_scan(listed, idle, nan_shape)
     else:
         started = pack(listed, idle, {})
-    placed = sorted((order[pos], gpus) for pos, gpus in started)
+    placed = sorted((order[pos], gpus) for pos, gpus, _ in started)
     return decision_from_indices(instance, placed)
 
 
@@ -270,16 +281,25 @@ class TetrisQueue:
         for pos, i in enumerate(self.order):
             self.rank[i] = pos
         self.arrived = 0  # positions below this one have arrived
+        self.waiting = bytearray(len(jobs))  # 1 at the positions of the tasks in the groups
+        self.low = 0  # no task below this position is waiting
         self.groups: dict[int, Group] = {}
         self.count = 0  # tasks in the groups
         self.nan = 0  # of which without a ranking
         self.memo: dict[tuple[int, ...], Buckets] = {}  # pack()'s, for these groups
         self.listed: list[Group] = []  # the groups, as pack() takes them
         self.holding: dict[int, Group] = {}  # the groups that hold tasks
+        # ranking per (model, kind, batch): all it depends on in one run (job_rates)
+        self.ranked_of: dict[tuple[Any, ...], Ranked | None] = {}
 
     def _add(self, pos: int) -> None:
         job = self.jobs[self.order[pos]]
-        ranked = ranking(job_rates(self.coefs[job.model], job, self.platform), self.by)
+        key = (job.model, job.kind, job.batch_size)
+        if key in self.ranked_of:
+            ranked = self.ranked_of[key]
+        else:
+            ranked = self.ranked_of[key] = ranking(
+                job_rates(self.coefs[job.model], job, self.platform), self.by)
         if ranked is None:
             self.nan += 1
             g = self.groups[-1 - pos] = Group(None)
@@ -294,6 +314,7 @@ class TetrisQueue:
             if not g.tasks:
                 self.holding[id(ranked)] = g
         g.tasks.append(pos)
+        self.waiting[pos] = 1
         self.count += 1
 
     def sync(self, view: Any) -> None:
@@ -310,13 +331,28 @@ class TetrisQueue:
             self.holding.clear()
             self.listed = []
             self.memo.clear()
-            self.count = self.nan = 0
+            self.count = self.nan = self.low = 0
+            self.waiting = bytearray(n)
             for i in view.queue_records().tolist():
                 self._add(self.rank[i])
 
     def _head(self) -> Any:
-        heads = [g.tasks[0] for g in self.holding.values()]
-        return self.jobs[self.order[min(heads)]] if heads else None
+        # tasks arrive in position order and leave only, so the earliest waiting one is
+        # never below the last one found (a rebuild starts over)
+        low = self.low = self.waiting.find(1, self.low, self.arrived)
+        if low < 0:
+            self.low = self.arrived
+            return None
+        return self.jobs[self.order[low]]
+
+    def started(self, started: Started) -> None:
+        """Take the tasks :func:`pack` started out of the count and the waiting ones."""
+        self.count -= len(started)
+        waiting, holding = self.waiting, self.holding
+        for pos, _, g in started:
+            waiting[pos] = 0
+            if not g.tasks:
+                holding.pop(id(g.ranked), None)
 
 
 def tetris_live(view: Any, *, by: str, policy_state: TetrisQueue | None = None
@@ -330,16 +366,13 @@ def tetris_live(view: Any, *, by: str, policy_state: TetrisQueue | None = None
         decision = tetris(LiveSnapshot(view), by=by)
         queue.count = -1
         return decision, queue
-    idle = IdleGpus.of_free([list(view.idle_gpus(s)) for s in range(view.cluster.num_nodes)])
-    holding = queue.holding
-    started = pack(queue.listed, idle, queue.memo, list(holding.values()))
-    queue.count -= len(started)
-    for key in [key for key, g in holding.items() if not g.tasks]:
-        del holding[key]
-    started.sort()
-    ids, jobs, order = view.cluster.gpu_ids, queue.jobs, queue.order
-    return Decision.of(Placement(jobs[order[pos]].id, tuple(ids[g] for g in sorted(gpus)))
-                       for pos, gpus in started), queue
+    idle = IdleGpus.of_free([list(free) for free in view.idle_lists()])
+    started = pack(queue.listed, idle, queue.memo, queue.holding.values())
+    queue.started(started)
+    started.sort(key=lambda item: item[0])
+    ids, jobs, order = view.cluster.gpu_ids.__getitem__, queue.jobs, queue.order
+    return Decision.of(Placement(jobs[order[pos]].id, tuple(map(ids, sorted(gpus))))
+                       for pos, gpus, _ in started), queue
 
 
 def live_tetris(name: str, by: str) -> Callable[..., tuple[Decision, TetrisQueue]]:

@@ -48,7 +48,7 @@ def check_live(live: LiveState, decision: Decision, is_pending: Callable[[str], 
     add_mem: dict[int, float] = {}
     add_cpu: dict[int, float] = {}
     add_ram: dict[int, float] = {}
-    holders: dict[int, list[str]] = {}
+    placed: list[tuple[str, set[int]]] = []  # (job, its distinct GPUs) past the structure checks
     seen: set[str] = set()
     ok_structure = True
     for p in decision.placements:
@@ -63,8 +63,8 @@ def check_live(live: LiveState, decision: Decision, is_pending: Callable[[str], 
             continue
         seen.add(job_id)
         job = job_of[job_id]
-        gpus = [gpu_index.get(g, -1) for g in ids]
-        if -1 in gpus:
+        gpus = list(map(gpu_index.get, ids))
+        if None in gpus:
             unknown = [g for g in ids if g not in gpu_index]
             out.append(Violation("unknown_gpu", job_id, f"unknown GPU ids {unknown}"))
             ok_structure = False
@@ -89,19 +89,20 @@ def check_live(live: LiveState, decision: Decision, is_pending: Callable[[str], 
             if not ids:
                 out.append(Violation("demand", job_id, "placed on no GPU"))
             m = job.gpu_mem_gb or 0.0
-            for g in gpus:
-                add_mem[g] = add_mem.get(g, 0.0) + m
+            if m:  # a zero load cannot exceed a capacity (as for CPU and RAM below)
+                for g in gpus:
+                    add_mem[g] = add_mem.get(g, 0.0) + m
             cpu, ram = job.cpu_per_gpu, job.ram_gb_per_gpu
-            if cpu or ram:  # a zero load cannot exceed a capacity
+            if cpu or ram:
                 for g in gpus:
                     n = node_of[g]
                     add_cpu[n] = add_cpu.get(n, 0.0) + cpu
                     add_ram[n] = add_ram.get(n, 0.0) + ram
-        for g in distinct:
-            holders.setdefault(g, []).append(job_id)
+        placed.append((job_id, distinct))
     for g, m in add_mem.items():
         if live.mem[g] + m > live.mem_cap[g] + TOL:
-            out.append(Violation("gpu_memory", holders.get(g, [None])[0],
+            holder = next((j for j, gs in placed if g in gs), None)
+            out.append(Violation("gpu_memory", holder,
                                  f"GPU {cluster.gpu_ids[g]} holds {live.mem[g] + m:g} GB of "
                                  f"{live.mem_cap[g]:g} GB"))
     for add, used, cap, kind in ((add_cpu, live.node_cpu, live.cpu_cap, "node_cpu"),
@@ -111,12 +112,29 @@ def check_live(live: LiveState, decision: Decision, is_pending: Callable[[str], 
                 out.append(Violation(kind, None, f"node {cluster.node_ids[n]} uses "
                                                  f"{used[n] + a:g} of {cap[n]:g}"))
     if problem.exclusive_gpus:
-        for g, jobs in holders.items():
-            if len(jobs) > 1 or live.jobs_on[g] > 0:
-                out.append(Violation("exclusive", jobs[0], f"GPU {cluster.gpu_ids[g]} is shared"))
+        out.extend(_shared(placed, live.jobs_on, cluster.gpu_ids))
     if ok_structure:
         out.extend(problem.check_decision(problem_instance(), decision))
     return out
+
+
+def _shared(placed: list[tuple[str, set[int]]], jobs_on: list[int], gpu_ids: Any
+            ) -> list[Violation]:
+    """``exclusive`` violations: a GPU that two placements list, or that a running job
+    holds; per GPU in the order the placements first list it, named by its first job."""
+    claimed: set[int] = set()
+    for _, gpus in placed:  # set operations: no Python step per GPU when all is well
+        if not claimed.isdisjoint(gpus) or any(map(jobs_on.__getitem__, gpus)):
+            break
+        claimed |= gpus
+    else:
+        return []
+    holders: dict[int, list[str]] = {}
+    for job_id, gpus in placed:
+        for g in gpus:
+            holders.setdefault(g, []).append(job_id)
+    return [Violation("exclusive", jobs[0], f"GPU {gpu_ids[g]} is shared")
+            for g, jobs in holders.items() if len(jobs) > 1 or jobs_on[g] > 0]
 
 
 def check_requeue(job_ids: tuple[str, ...], by_id: Mapping[str, int],
@@ -146,27 +164,51 @@ def check_requeue(job_ids: tuple[str, ...], by_id: Mapping[str, int],
     return out
 
 
-def _intervals_ok(key: np.ndarray, start: np.ndarray, end: np.ndarray, load: np.ndarray,
-                  cap: np.ndarray) -> np.ndarray:
-    """Keys whose summed ``load`` over overlapping [start, end) intervals exceeds ``cap``.
+def _over_capacity(key: np.ndarray, start: np.ndarray, end: np.ndarray,
+                   loads: list[tuple[np.ndarray, np.ndarray]]) -> list[np.ndarray]:
+    """Per (load, cap) of ``loads``: the keys whose summed load over overlapping
+    [start, end) intervals exceeds ``cap``.
 
-    A sweep per key: +load at start, -load at end, ends before starts at equal times.
+    A sweep per key: +load at start, -load at end, ends before starts at equal times; one
+    order of the events serves every load. A load that is zero everywhere is over only
+    where a capacity is below zero (no sweep).
     """
     if len(key) == 0:
-        return np.zeros(0, dtype=np.int64)
+        return [np.zeros(0, dtype=np.int64) for _ in loads]
+    n = len(key)
     k = np.concatenate([key, key])
-    t = np.concatenate([start, end])
-    d = np.concatenate([load, -load])
-    kind = np.concatenate([np.ones(len(key)), np.zeros(len(key))])  # ends (0) first
-    order = np.lexsort((kind, t, k))
-    k, d = k[order], d[order]
-    total = np.cumsum(d)
-    first = np.r_[True, k[1:] != k[:-1]]
-    base = np.maximum.accumulate(np.where(first, np.arange(len(k)), 0))
-    before = np.r_[0.0, total][base]  # cumulative sum before each key's first event
-    level = total - before
-    bad = level > cap[k] + TOL
-    return np.unique(k[bad])
+    # events by key, then time, then ends (listed first) before starts, then job: two
+    # stable sorts, the one on the key a radix sort on small integers
+    order = np.argsort(np.concatenate([end, start]), kind="stable")
+    small = k.astype(np.int32 if k.max() >= 2**15 else np.int16)
+    order = order[np.argsort(small[order], kind="stable")]
+    del small
+    k = k[order]
+    first = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    seg = np.diff(np.r_[first, 2 * n])
+    out = []
+    for load, cap in loads:
+        if not load.any():
+            neg = np.flatnonzero(cap + TOL < 0)
+            out.append(neg[np.isin(neg, key)])
+            continue
+        total = np.cumsum(np.concatenate([-load, load])[order])
+        # cumulative sum before each key's first event, over that key's events
+        before = np.repeat(np.r_[0.0, total][first], seg)
+        total -= before
+        del before
+        out.append(np.unique(k[total > cap[k] + TOL]))
+    return out
+
+
+def _held_twice(keys: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Indices of the segments (``lens[j]`` keys each, in turn) listing a key twice."""
+    if not len(keys):
+        return np.zeros(0, dtype=np.int64)
+    low = int(keys.min())
+    pair = np.repeat(np.arange(len(lens)), lens) * (int(keys.max()) - low + 1) + (keys - low)
+    pair.sort()
+    return np.unique(pair[1:][pair[1:] == pair[:-1]] // (int(keys.max()) - low + 1))
 
 
 def check_schedule(records: list[Any], cluster: Cluster, exclusive: bool) -> list[str]:
@@ -193,14 +235,14 @@ def check_schedule(records: list[Any], cluster: Cluster, exclusive: bool) -> lis
     # earlier attempts of requeued jobs: in order, after the arrival, before the final run;
     # they are checked for capacity below as extra (pseudo-job) entries
     tried = []
-    for i, r in enumerate(ran):
+    for i, r in [(i, r) for i, r in enumerate(ran) if getattr(r, "attempts", ())]:
         last = r.job.submit_time - 1e-9
-        for a_start, a_end, a_gpus in getattr(r, "attempts", ()):
+        for a_start, a_end, a_gpus in r.attempts:
             if a_start < last or a_end < a_start:
                 out.append(f"job {r.job.id}: attempt [{a_start}, {a_end}] out of order")
             last = a_end
             tried.append((i, a_start, a_end, np.asarray(a_gpus, dtype=np.int64)))
-        if getattr(r, "attempts", ()) and start[i] < last - 1e-9:
+        if start[i] < last - 1e-9:
             out.append(f"job {r.job.id}: final run starts before its last attempt ended")
     # per-GPU entries: (gpu, start, end, memory); per-server entries: (server, ..., cpu, ram)
     g_key, g_s, g_e, g_mem = [], [], [], []
@@ -208,11 +250,9 @@ def check_schedule(records: list[Any], cluster: Cluster, exclusive: bool) -> lis
     plain = [i for i, r in enumerate(ran) if not r.job.containers]
     if plain:
         lens = np.array([len(ran[i].gpus) for i in plain])
-        keys = np.concatenate([np.asarray(ran[i].gpus, dtype=np.int64) for i in plain])
-        for i in plain:
-            gpus = ran[i].gpus.tolist()
-            if len(set(gpus)) != len(gpus):
-                out.append(f"job {ran[i].job.id}: a GPU is held twice")
+        keys = np.concatenate([ran[i].gpus for i in plain]).astype(np.int64, copy=False)
+        for j in _held_twice(keys, lens):
+            out.append(f"job {ran[plain[j]].job.id}: a GPU is held twice")
         s_rep, e_rep = np.repeat(start[plain], lens), np.repeat(end[plain], lens)
         g_key.append(keys)
         g_s.append(s_rep)
@@ -256,17 +296,22 @@ def check_schedule(records: list[Any], cluster: Cluster, exclusive: bool) -> lis
             n_ram.append(np.array([c.ram_gb]))
 
     def cat(parts: list[np.ndarray], dtype: Any = float) -> np.ndarray:
-        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
+        return (np.concatenate(parts).astype(dtype, copy=False) if parts
+                else np.zeros(0, dtype=dtype))
 
     kg, sg, eg = cat(g_key, np.int64), cat(g_s), cat(g_e)
-    for g in _intervals_ok(kg, sg, eg, cat(g_mem), cluster.gpu_mem_gb):
-        out.append(f"GPU {cluster.gpu_ids[g]}: memory over capacity at some time")
+    loads = [(cat(g_mem), cluster.gpu_mem_gb)]
     if exclusive:
-        for g in _intervals_ok(kg, sg, eg, np.ones(len(kg)), np.ones(cluster.num_gpus)):
-            out.append(f"GPU {cluster.gpu_ids[g]}: two jobs at once on an exclusive GPU")
+        loads.append((np.ones(len(kg)), np.ones(cluster.num_gpus)))
+    over = _over_capacity(kg, sg, eg, loads)
+    for g in over[0]:
+        out.append(f"GPU {cluster.gpu_ids[g]}: memory over capacity at some time")
+    for g in over[1] if exclusive else ():
+        out.append(f"GPU {cluster.gpu_ids[g]}: two jobs at once on an exclusive GPU")
     kn, sn, en = cat(n_key, np.int64), cat(n_s), cat(n_e)
-    for load, cap, what in ((cat(n_cpu), cluster.node_cpu, "CPU"),
-                            (cat(n_ram), cluster.node_ram_gb, "RAM")):
-        for n in _intervals_ok(kn, sn, en, load, cap):
+    for n_over, what in zip(_over_capacity(kn, sn, en, [(cat(n_cpu), cluster.node_cpu),
+                                                        (cat(n_ram), cluster.node_ram_gb)]),
+                            ("CPU", "RAM"), strict=True):
+        for n in n_over:
             out.append(f"server {cluster.node_ids[n]}: {what} over capacity at some time")
     return out

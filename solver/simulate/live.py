@@ -110,7 +110,7 @@ class LiveState:
             self.by_idle[len(g)].append(s)
         self.open_servers = [s for s in range(N) if self.idle[s]]
         self.idle_total = G
-        self.node_size = c.node_gpu_count.astype(float)
+        self.node_size: list[float] = c.node_gpu_count.astype(float).tolist()
         self.version = 0  # of the loads, for the snapshot arrays' cache
         self._arrays: tuple[int, dict[str, Any]] | None = None
         self._touched: set[int] = set()  # GPUs whose loads changed since the arrays were built
@@ -193,17 +193,24 @@ class LiveState:
             self.busy_n.append(n)
         if fragmentation:
             dirty = self._dirty
-            self.frag.sample(t, [(s, *self._server_stats(s)) for s in dirty] if dirty else [])
+            self.frag.sample(t, self._server_stats(dirty) if dirty else [])
             dirty.clear()
 
-    def _server_stats(self, s: int) -> tuple[float, float, float]:
-        """(k/n, mean predicted end, variance of the ends) of server ``s``'s busy GPUs."""
-        ends = [self.gpu_end[g] for g in self.node_gpus[s] if self.jobs_on[g]]
-        k = len(ends)
-        if not k:
-            return 0.0, 0.0, 1.0
-        m = sum(ends) / k
-        return k / self.node_size[s], m, sum((e - m) * (e - m) for e in ends) / k
+    def _server_stats(self, servers: Iterable[int]) -> list[tuple[int, float, float, float]]:
+        """(server, k/n, mean predicted end, variance of the ends) of the busy GPUs of
+        each of ``servers`` (one loop: it runs for every server a job touches)."""
+        gpu_end, jobs_on, node_gpus, size = self.gpu_end, self.jobs_on, self.node_gpus, \
+            self.node_size
+        out = []
+        for s in servers:
+            ends = [gpu_end[g] for g in node_gpus[s] if jobs_on[g]]
+            k = len(ends)
+            if k:
+                m = sum(ends) / k
+                out.append((s, k / size[s], m, sum([(e - m) * (e - m) for e in ends]) / k))
+            else:
+                out.append((s, 0.0, 0.0, 1.0))
+        return out
 
     # ------------------------------------------------------------------ jobs
     def start(self, idx: int, gpu_ids: Sequence[str], t: float,
@@ -213,8 +220,7 @@ class LiveState:
         rec = self.records[idx]
         job = rec.job
         self.queue.remove(idx)
-        index = self.cluster.gpu_index
-        gpus = tuple(index[g] for g in gpu_ids)
+        gpus = tuple(map(self.cluster.gpu_index.__getitem__, gpu_ids))
         rec.gpu_list = gpus
         rec.gpus = np.array(gpus, dtype=np.int64)
         rec.start = t
@@ -234,13 +240,13 @@ class LiveState:
                 node_extra[n] = (cpu + c.cpu, ram + c.ram_gb)
             rec.node_extra = node_extra
         else:
-            node_of = self.gpu_node
-            rec.nodes = len({node_of[g] for g in gpus})
+            rec.nodes = len(set(map(self.gpu_node.__getitem__, gpus)))
         rec.base_rate, rec.locality_slowdown = self.speed.base_rate(job, gpus, task_nodes)
         rec.rate = rec.base_rate
         self.running[idx] = rec
+        on_gpu = self.on_gpu
         for g in gpus:
-            self.on_gpu[g].append(idx)
+            on_gpu[g].append(idx)
         self._hold(gpus, job.gpu_util or 0.0, job.gpu_mem_gb or 0.0, job.cpu_per_gpu,
                    job.ram_gb_per_gpu, node_extra)
         if self.speed.interference:
@@ -287,13 +293,13 @@ class LiveState:
         rec = self.running.pop(idx)
         gpus = rec.gpu_list
         job = rec.job
+        on_gpu = self.on_gpu
         for g in gpus:
-            self.on_gpu[g].remove(idx)
+            on_gpu[g].remove(idx)
         self._unhold(gpus, job.gpu_util or 0.0, job.gpu_mem_gb or 0.0, job.cpu_per_gpu,
                      job.ram_gb_per_gpu, rec.node_extra)
         if self.exclusive:
-            for g in gpus:
-                self._set_end(g, 0.0)
+            self._set_ends(gpus, 0.0)
         if self.speed.interference:
             u = job.gpu_util or 0.0
             cum = self.cum_util
@@ -316,8 +322,7 @@ class LiveState:
         rec.pred_end = end
         self._push(end, COMPLETE, idx, rec.version)
         if self.exclusive:
-            for g in rec.gpu_list:
-                self._set_end(g, end)
+            self._set_ends(rec.gpu_list, end)
         else:
             records = self.records
             for g in rec.gpu_list:
@@ -428,6 +433,13 @@ class LiveState:
         """Predicted end of the latest job on GPU ``g`` (0 when idle)."""
         self.gpu_end[g] = end
         self._dirty.add(self.gpu_node[g])
+
+    def _set_ends(self, gpus: Sequence[int], end: float) -> None:
+        """:meth:`_set_end` of each of ``gpus`` (exclusive GPUs: one end for all)."""
+        gpu_end = self.gpu_end
+        for g in gpus:
+            gpu_end[g] = end
+        self._dirty.update(map(self.gpu_node.__getitem__, gpus))
 
     def arrays(self) -> dict[str, Any]:
         """numpy copies of the loads for an Instance snapshot.

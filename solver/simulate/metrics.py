@@ -61,7 +61,7 @@ def job_table(run: SimRun) -> pd.DataFrame:
             job.id, job.submit_time, rec.start if started else np.nan,
             rec.end if rec.end is not None else np.nan,
             len(rec.gpus) if rec.gpus is not None else (job.num_gpus or 0), rec.nodes,
-            " ".join(ids[g] for g in rec.gpus) if rec.gpus is not None else "",
+            " ".join([ids[g] for g in rec.gpus.tolist()]) if rec.gpus is not None else "",
             wait, jct, span, rec.work, jct / rec.work, span / rec.work, rec.locality_slowdown,
             rec.work / (wait + span) if rec.end is not None else np.nan,
             job.deadline if job.deadline is not None else np.nan, job.model or "",
@@ -97,20 +97,31 @@ def aggregate_gpu_utilization(run: SimRun, start: float, end: float) -> tuple[fl
     n_gpus = run.workload.cluster.num_gpus
     if end <= start or n_gpus == 0:
         return 0.0, 0.0
-    key, t, d = [], [], []
+    # per GPU of every span (requeued attempts, then the final run): a +u event at its
+    # start and a -u event at its end, in record order (the order the sort below keeps)
+    gpus, a, b, u = [], [], [], []
     for rec in run.records:
-        u = rec.job.gpu_util or 0.0
-        spans = [(a, b, g) for a, b, g in rec.attempts]
+        util = rec.job.gpu_util or 0.0
+        for a_start, a_end, a_gpus in rec.attempts:
+            gpus.append(a_gpus)
+            a.append(a_start)
+            b.append(a_end)
+            u.append(util)
         if rec.start is not None and rec.end is not None and rec.gpus is not None:
-            spans.append((rec.start, rec.end, tuple(rec.gpus.tolist())))
-        for a, b, gpus in spans:
-            for g in gpus:
-                key += [g, g]
-                t += [a, b]
-                d += [u, -u]
-    if not key:
+            gpus.append(rec.gpus)
+            a.append(rec.start)
+            b.append(rec.end)
+            u.append(util)
+    lens = np.array([len(g) for g in gpus], dtype=np.int64)
+    if not lens.sum():
         return 0.0, 0.0
-    k, tt, dd = np.array(key), np.clip(np.array(t, dtype=float), start, end), np.array(d)
+    k = np.repeat(np.concatenate([np.asarray(g, dtype=np.int64) for g in gpus]), 2)
+    tt = np.clip(np.column_stack([np.repeat(np.array(a, dtype=float), lens),
+                                  np.repeat(np.array(b, dtype=float), lens)]).ravel(),
+                 start, end)
+    per = np.repeat(np.array(u, dtype=float), lens)
+    dd = np.column_stack([per, -per]).ravel()
+    del per
     order = np.lexsort((dd, tt, k))  # per GPU by time, removals first at equal times
     k, tt, dd = k[order], tt[order], dd[order]
     level = np.cumsum(dd)
