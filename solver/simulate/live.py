@@ -69,7 +69,8 @@ class LiveState:
                  "jobs_on", "util", "cum_util", "mem", "node_cpu", "node_ram", "gpu_end",
                  "idle", "max_idle", "by_idle", "open_servers", "idle_total", "node_size",
                  "version", "_arrays", "_touched", "_touched_nodes", "_dirty", "frag",
-                 "record_events", "events", "busy_t", "busy_n", "done", "requeues")
+                 "record_events", "events", "busy_t", "busy_n", "done", "requeues",
+                 "mem_log", "free_order")
 
     def __init__(self, workload: Instance, speed: BoundSpeed, *, exclusive: bool,
                  record_events: bool) -> None:
@@ -123,6 +124,9 @@ class LiveState:
         self.busy_n: list[int] = []
         self.done = 0
         self.requeues = 0
+        # GPUs whose memory in use changed, logged once a FreeMemoryOrder asks for them
+        self.mem_log: list[int] | None = None
+        self.free_order: Any = None
 
     # ------------------------------------------------------------------ events
     def next_time(self) -> float | None:
@@ -369,6 +373,8 @@ class LiveState:
             jobs_on[g] += 1
             util_of[g] += util
             mem_of[g] += mem
+        if self.mem_log is not None:
+            self.mem_log.extend(gpus)
         for s, n in before.items():  # one move per server in the index by idle count
             k = len(all_idle[s])
             self._set_idle(s, n, k)
@@ -397,6 +403,8 @@ class LiveState:
             jobs_on[g] -= 1
             util_of[g] -= util
             mem_of[g] -= mem
+        if self.mem_log is not None:
+            self.mem_log.extend(gpus)
         self._touched.update(gpus)
         if cpu_per_gpu or ram_per_gpu:  # subtracting 0.0 changes no load
             node_cpu, node_ram = self.node_cpu, self.node_ram
