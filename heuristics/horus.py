@@ -29,7 +29,7 @@ from dlsched.decision import Decision, Placement
 from dlsched.instance import Instance
 from dlsched.jobs import Job, JobColumns
 from dlsched.method_support import decision_from_indices, fifo_can_start, heuristic_method
-from dlsched.problems.horus import HorusParams, parse_horus_params, share_costs
+from dlsched.problems.horus import HorusParams, job_share_costs, parse_horus_params
 from dlsched.registry import BOOL, MethodSpec, register_method
 from dlsched.state import (
     EPS,
@@ -80,11 +80,15 @@ def _cheapest_gpus(state: ClusterState, job: Job, cost_row: np.ndarray,
 def _cheapest_of(state: ClusterState, job: Job, costs: np.ndarray, candidates: np.ndarray,
                  room: np.ndarray | None = None) -> list[int] | None:
     """:func:`_cheapest_gpus` given the costs at the candidates (``costs[i]``: of
-    ``candidates[i]``)."""
+    ``candidates[i]``; ascending GPU indices)."""
     if len(candidates) < job.num_gpus:
         return None
     node_of = state.cluster.gpu_node
-    room = (state.node_room(job) if room is None else room).copy()
+    room = state.node_room(job) if room is None else room
+    if job.num_gpus == 1:  # the walk takes the cheapest candidate on a server with room
+        ok = room[node_of[candidates]] >= 1
+        return _top_k(costs[ok], candidates[ok], 1) if ok.any() else None
+    room = room.copy()
     chosen: list[int] = []
     done = 0
     head = 4 * job.num_gpus + 16
@@ -106,8 +110,13 @@ def _cheapest_of(state: ClusterState, job: Job, costs: np.ndarray, candidates: n
 
 
 def _top_k(costs: np.ndarray, candidates: np.ndarray | None, k: int) -> list[int]:
-    """The ``k`` cheapest of ``candidates`` (all GPUs when None; ``costs`` at them), by
-    (cost, index): :func:`_cheapest_gpus` on a server room that never binds."""
+    """The ``k`` cheapest of ``candidates`` (ascending GPU indices; all GPUs when None;
+    ``costs`` at them), by (cost, index): :func:`_cheapest_gpus` on a server room that
+    never binds."""
+    if k == 1 and len(costs):
+        h = int(costs.argmin())  # the first smallest: the lowest index among ties
+        if costs[h] == costs[h]:  # (a NaN, which argmin would return, sorts last)
+            return [h if candidates is None else int(candidates[h])]
     if candidates is None:
         if len(costs) <= 512:  # one stable sort: ties stay in index order
             return np.argsort(costs, kind="stable")[:k].tolist()
@@ -240,9 +249,8 @@ def _greedy_pickers(state: ClusterState, p: HorusParams
         # Eq. 7 of a job on its candidate GPUs, on the live state of the round, when the
         # job is tried (the formula is elementwise: the same numbers as a table updated
         # after each placement)
-        return share_costs(p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
-                           np.array([job.gpu_util]), np.array([job.gpu_mem_gb]),
-                           gpus=candidates)[0]
+        return job_share_costs(p, cluster.gpu_type, cap, state.util, state.free_mem,
+                               job.gpu_util, job.gpu_mem_gb, candidates)
 
     def plain(job: Job) -> list[int]:
         candidates = np.flatnonzero(state.gpu_fits(job))

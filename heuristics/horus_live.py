@@ -200,13 +200,13 @@ class Pending(Sequence[Job]):
 
 def live_state(view: Any) -> tuple[ClusterState, Pending]:
     """The loads as a :class:`ClusterState` (fresh copies) and the pending jobs."""
-    a = view.loads()
+    a = view.loads(copy=False)  # read only: what the state changes is a new array
     c = view.cluster
     util, mem = a["gpu_usage"]
     cpu, ram = a["node_usage"]
-    state = ClusterState(cluster=c, free_mem=c.gpu_mem_gb - mem, util=util,
+    state = ClusterState(cluster=c, free_mem=c.gpu_mem_gb - mem, util=util.copy(),
                          free_cpu=c.node_cpu - cpu, free_ram=c.node_ram_gb - ram,
-                         busy=a["gpu_busy"])
+                         busy=a["gpu_busy"].copy())
     return state, Pending(view.queue_records(), view.workload_jobs)
 
 

@@ -303,11 +303,13 @@ class SimView:
         it)."""
         return self._queue.in_arrival_order
 
-    def loads(self) -> dict[str, Any]:
+    def loads(self, copy: bool = True) -> dict[str, Any]:
         """numpy copies of the loads a snapshot carries (``gpu_busy``, ``gpu_usage``:
         (utilization, memory) per GPU, ``node_usage``: (CPU, RAM) per server,
-        ``idle_by_server``): the same arrays, so a fast form computes the same numbers."""
-        return self._state.arrays()
+        ``idle_by_server``): the same arrays, so a fast form computes the same numbers.
+        ``copy=False``: the arrays the live state keeps, without copies (read them during
+        the call only, never change them)."""
+        return self._state.arrays(copy)
 
     def node_free(self, n: int) -> tuple[float, float]:
         """(CPU, RAM in GB) free on server ``n``."""
