@@ -265,6 +265,8 @@ def _greedy_pickers(state: ClusterState, p: HorusParams
         if len(candidates) == 0 or (
                 want > 1 and len(np.unique(cluster.gpu_node[candidates])) < want):
             return None
+        if job.num_gpus == 1:  # every candidate's server has room for it: the cheapest
+            return _top_k(costs_at(job, candidates), candidates, 1)
         return _cheapest_of(state, job, costs_at(job, candidates), candidates, room)
 
     return plain, shared
