@@ -17,6 +17,8 @@ through ``dlsched.simulate.view``, checks read its loads. It holds:
   with the cluster or the queue: per GPU the number of jobs, utilization (percent),
   memory (GB) and predicted end of its latest job; per server the CPU and RAM in use, its
   idle GPUs (sorted, cluster order), an index of servers by idle-GPU count;
+* once a policy asks for the GPUs' free-memory order (``free_order``), a log of the GPUs
+  whose memory in use changed (``mem_log``), from which that order is patched;
 * what the run records: the event list, the busy-GPU series and the fragmentation log
   (``fragmentation.FragmentationLog``: a server's moments are recomputed only when one of
   its GPUs changed).
