@@ -29,7 +29,7 @@ from dlsched.decision import Decision, Placement
 from dlsched.instance import Instance
 from dlsched.jobs import Job, JobColumns
 from dlsched.method_support import decision_from_indices, fifo_can_start, heuristic_method
-from dlsched.problems.horus import HorusParams, parse_horus_params, share_costs
+from dlsched.problems.horus import HorusParams, job_share_costs, parse_horus_params
 from dlsched.registry import BOOL, MethodSpec, register_method
 from dlsched.state import (
     EPS,
@@ -40,6 +40,16 @@ from dlsched.state import (
     register_view_policy,
 )
 
+from .horus_live import (
+    Keys,
+    Pending,
+    decision_of,
+    live_state,
+    may_start,
+    most_free,
+    moved,
+    pack_live,
+)
 from .horus_queues import buffer_order, job_features, weighted_fair_pick  # noqa: F401
 from .kmeans import kmeans_l1, normalize_columns
 
@@ -70,11 +80,15 @@ def _cheapest_gpus(state: ClusterState, job: Job, cost_row: np.ndarray,
 def _cheapest_of(state: ClusterState, job: Job, costs: np.ndarray, candidates: np.ndarray,
                  room: np.ndarray | None = None) -> list[int] | None:
     """:func:`_cheapest_gpus` given the costs at the candidates (``costs[i]``: of
-    ``candidates[i]``)."""
+    ``candidates[i]``; ascending GPU indices)."""
     if len(candidates) < job.num_gpus:
         return None
     node_of = state.cluster.gpu_node
-    room = (state.node_room(job) if room is None else room).copy()
+    room = state.node_room(job) if room is None else room
+    if job.num_gpus == 1:  # the walk takes the cheapest candidate on a server with room
+        ok = room[node_of[candidates]] >= 1
+        return _top_k(costs[ok], candidates[ok], 1) if ok.any() else None
+    room = room.copy()
     chosen: list[int] = []
     done = 0
     head = 4 * job.num_gpus + 16
@@ -96,8 +110,13 @@ def _cheapest_of(state: ClusterState, job: Job, costs: np.ndarray, candidates: n
 
 
 def _top_k(costs: np.ndarray, candidates: np.ndarray | None, k: int) -> list[int]:
-    """The ``k`` cheapest of ``candidates`` (all GPUs when None; ``costs`` at them), by
-    (cost, index): :func:`_cheapest_gpus` on a server room that never binds."""
+    """The ``k`` cheapest of ``candidates`` (ascending GPU indices; all GPUs when None;
+    ``costs`` at them), by (cost, index): :func:`_cheapest_gpus` on a server room that
+    never binds."""
+    if k == 1 and len(costs):
+        h = int(costs.argmin())  # the first smallest: the lowest index among ties
+        if costs[h] == costs[h]:  # (a NaN, which argmin would return, sorts last)
+            return [h if candidates is None else int(candidates[h])]
     if candidates is None:
         if len(costs) <= 512:  # one stable sort: ties stay in index order
             return np.argsort(costs, kind="stable")[:k].tolist()
@@ -203,7 +222,6 @@ def greedy_round(state: ClusterState, jobs: Sequence[Job], columns: JobColumns, 
     k = queues or p.queues
     beta = beta or p.beta or len(jobs)
     waits = np.maximum(0.0, time - columns("submit_time"))
-    cluster = state.cluster
     if beta >= len(jobs) or (refill and k == 1):
         # every job is picked whatever the queues (with one queue, the buffers are
         # consecutive slices of it), so the clustering cannot change the call: longest
@@ -213,6 +231,17 @@ def greedy_round(state: ClusterState, jobs: Sequence[Job], columns: JobColumns, 
         labels = kmeans_l1(normalize_columns(job_features(jobs)), k, seed)
         queue_lists = [np.flatnonzero(labels == q).tolist() for q in range(labels.max() + 1)]
         picked = np.array(buffer_order(queue_lists, waits, beta, refill), dtype=np.int64)
+    plain, shared = _greedy_pickers(state, p)
+    # jobs that cannot find GPUs are not tried (they change nothing; the Eq. 7 rows of
+    # the others do not depend on them)
+    return pack_in_order(state, jobs, columns, picked, plain, shared)
+
+
+def _greedy_pickers(state: ClusterState, p: HorusParams
+                    ) -> tuple[Callable[[Job], list[int]], Callable[[Job], list[int] | None]]:
+    """Greedy's choice of GPUs on ``state`` for a job without and with CPU/RAM shares
+    (``pack_in_order``'s ``plain`` and ``shared``)."""
+    cluster = state.cluster
     per_node = int(cluster.node_gpu_count.max())
     cap = cluster.gpu_mem_gb
 
@@ -220,9 +249,8 @@ def greedy_round(state: ClusterState, jobs: Sequence[Job], columns: JobColumns, 
         # Eq. 7 of a job on its candidate GPUs, on the live state of the round, when the
         # job is tried (the formula is elementwise: the same numbers as a table updated
         # after each placement)
-        return share_costs(p, cluster.gpu_type, cap, state.util, cap - state.free_mem,
-                           np.array([job.gpu_util]), np.array([job.gpu_mem_gb]),
-                           gpus=candidates)[0]
+        return job_share_costs(p, cluster.gpu_type, cap, state.util, state.free_mem,
+                               job.gpu_util, job.gpu_mem_gb, candidates)
 
     def plain(job: Job) -> list[int]:
         candidates = np.flatnonzero(state.gpu_fits(job))
@@ -237,11 +265,11 @@ def greedy_round(state: ClusterState, jobs: Sequence[Job], columns: JobColumns, 
         if len(candidates) == 0 or (
                 want > 1 and len(np.unique(cluster.gpu_node[candidates])) < want):
             return None
+        if job.num_gpus == 1:  # every candidate's server has room for it: the cheapest
+            return _top_k(costs_at(job, candidates), candidates, 1)
         return _cheapest_of(state, job, costs_at(job, candidates), candidates, room)
 
-    # jobs that cannot find GPUs are not tried (they change nothing; the Eq. 7 rows of
-    # the others do not depend on them)
-    return pack_in_order(state, jobs, columns, picked, plain, shared)
+    return plain, shared
 
 
 def fifo(instance: Instance, *, backfill: bool = False) -> Decision:
@@ -279,16 +307,6 @@ def _may_fit(free_mem: np.ndarray, columns: JobColumns) -> np.ndarray:
     # GPUs with free memory >= mem - EPS, the test of gpu_fits
     ok = len(free) - free.searchsorted(mem) >= need
     return ok | shares if any_shares else ok
-
-
-def some_job_may_fit(view, **options) -> bool:
-    """Start guard of ``greedy`` and ``obp`` (``dlsched.state.StartGuard``): a pending job
-    passes :func:`may_fit` on the live state. Both try only such jobs, so without one they
-    start nothing (whatever the options: β and the queues only choose among them)."""
-    columns = view.queue_columns()
-    if _plan(columns)[3]:  # a job with CPU or RAM shares passes
-        return True
-    return bool(_may_fit(view.gpu_mem_free_all(), columns).any())
 
 
 class Misfits:
@@ -418,71 +436,54 @@ def fifo_live(view, *, backfill: bool = False) -> Decision:
 register_view_policy(ViewPolicy("horus", "fifo", fifo_live, fifo_can_start,
                                 frozenset({"backfill"})))
 for _name in ("greedy", "obp"):
-    register_start_guard(StartGuard("horus", _name, some_job_may_fit))
+    register_start_guard(StartGuard("horus", _name, may_start))
 
 
 # ------------------------------------------------- simulator fast forms of greedy and OBP
-# They run the snapshot methods' rounds (greedy_round, obp_round) on the loads read off
-# the live view instead of a rebuilt snapshot: the same arrays (SimView.loads, what a
-# snapshot is seeded with), the pending jobs in queue order and their columns, so the same
-# decision (tests/test_sim_fastpath.py compares both modes). greedy's form takes workloads
-# without β (params.beta unset) and no beta option: its rounds never cluster, so the
-# solve's seed cannot matter; with β the simulator calls the snapshot method.
-class _Pending(Sequence[Job]):
-    """The pending jobs in queue order, read from the workload's when asked."""
-
-    __slots__ = ("_records", "_jobs")
-
-    def __init__(self, records: np.ndarray, jobs: Sequence[Job]) -> None:
-        self._records = records
-        self._jobs = jobs
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self._jobs[r] for r in self._records[i].tolist()]
-        return self._jobs[int(self._records[i])]
-
-
-def _live(view: Any) -> tuple[ClusterState, _Pending]:
-    """The loads as a :class:`ClusterState` (fresh copies) and the pending jobs."""
-    a = view.loads()
-    c = view.cluster
-    util, mem = a["gpu_usage"]
-    cpu, ram = a["node_usage"]
-    state = ClusterState(cluster=c, free_mem=c.gpu_mem_gb - mem, util=util,
-                         free_cpu=c.node_cpu - cpu, free_ram=c.node_ram_gb - ram,
-                         busy=a["gpu_busy"])
-    return state, _Pending(view.queue_records(), view.workload_jobs)
-
-
-def _decision(view: Any, jobs: _Pending, placed: list[tuple[int, list[int]]]) -> Decision:
-    """As ``decision_from_indices`` on the snapshot: GPU ids in ascending index order."""
-    ids = view.cluster.gpu_ids
-    return Decision.of(Placement(jobs[j].id, tuple(ids[g] for g in sorted(gpus)))
-                       for j, gpus in placed)
-
-
+# The snapshot methods' rounds on the live view: ``horus_live.pack_live`` walks the queue
+# on the view's free-memory order and pending groups (the same jobs as pack_in_order tries,
+# in the same order), and each placement is the method's own choice on the same numbers:
+# OBP the GPUs with the most free memory, greedy its picker on the loads read off the view
+# (SimView.loads, what a snapshot is seeded with). With a pending job with CPU or RAM
+# shares, the rounds themselves run on those loads. greedy's form takes workloads without
+# β (params.beta unset) and no beta option: its rounds never cluster, so the solve's seed
+# cannot matter, and they try the jobs longest waiting first, the queue order when the
+# queue is in arrival order (else the round runs on the loads); with β the simulator calls
+# the snapshot method. tests/test_sim_fastpath.py compares both modes.
 def obp_live(view: Any) -> Decision:
     """``obp`` on the live view."""
-    state, jobs = _live(view)
-    return _decision(view, jobs, obp_round(state, jobs, view.queue_columns()))
+    placed = pack_live(view, most_free)
+    if placed is None:
+        state, jobs = live_state(view)
+        return decision_of(view, jobs, obp_round(state, jobs, view.queue_columns()))
+    return decision_of(view, Pending(view.queue_records(), view.workload_jobs), placed)
 
 
 def greedy_live(view: Any, *, queues: int | None = None, refill: bool = True) -> Decision:
     """``greedy`` on the live view (β unset: one buffer of the whole queue)."""
-    state, jobs = _live(view)
-    placed = greedy_round(state, jobs, view.queue_columns(), view.time,
-                          parse_horus_params(view.params), queues=queues, refill=refill)
-    return _decision(view, jobs, placed)
+    state, jobs = live_state(view)
+    p = parse_horus_params(view.params)
+    placed = None
+    if view.queue_in_arrival_order:
+        plain = _greedy_pickers(state, p)[0]
+
+        def take(job: Job, keys: Keys) -> tuple[Keys, list[int]]:
+            gpus = plain(job)
+            old = state.free_mem[gpus].tolist()
+            state.place(job, gpus)
+            return moved(keys, gpus, old, state.free_mem[gpus].tolist()), gpus
+
+        placed = pack_live(view, take)
+    if placed is None:
+        placed = greedy_round(state, jobs, view.queue_columns(), view.time, p,
+                              queues=queues, refill=refill)
+    return decision_of(view, jobs, placed)
 
 
 def _without_beta(workload: Instance) -> bool:
     return parse_horus_params(workload.params).beta is None
 
 
-register_view_policy(ViewPolicy("horus", "obp", obp_live, some_job_may_fit))
-register_view_policy(ViewPolicy("horus", "greedy", greedy_live, some_job_may_fit,
+register_view_policy(ViewPolicy("horus", "obp", obp_live, may_start))
+register_view_policy(ViewPolicy("horus", "greedy", greedy_live, may_start,
                                 frozenset({"queues", "refill"}), applies=_without_beta))

@@ -16,6 +16,7 @@ SIMULATE = Path(__file__).resolve().parents[1] / "solver" / "simulate"
 LAYERS = (
     ("records", "pending", "fragmentation"),
     ("live",),
+    ("free_order",),  # an order kept on the live state, read through the view
     ("view", "checks", "caller"),
     ("engine",),
     ("metrics",),

@@ -110,10 +110,26 @@ class _GpuFunctions(Sequence):
 
 
 @lru_cache(maxsize=16)
-def _type_columns(gpu_type: tuple[str, ...]) -> tuple[tuple[str, np.ndarray], ...]:
-    """(GPU type, boolean column mask) per type present, computed once per cluster."""
+def _type_columns_of(gpu_type: tuple[str, ...]) -> tuple[tuple[str, np.ndarray], ...]:
     types = np.asarray(gpu_type)
     return tuple((name, types == name) for name in sorted(set(gpu_type)))
+
+
+_LAST_TYPES: tuple = (None, ())  # the last gpu_type tuple asked for and its columns
+
+
+def _type_columns(gpu_type: tuple[str, ...]) -> tuple[tuple[str, np.ndarray], ...]:
+    """(GPU type, boolean column mask) per type present, computed once per cluster.
+
+    The cluster's own tuple is usually asked again and again (a heuristic's per-job costs):
+    it is recognized by identity, without hashing its G entries for the cache."""
+    global _LAST_TYPES
+    last = _LAST_TYPES  # read once: another thread may replace it
+    if last[0] is gpu_type:
+        return last[1]
+    out = _type_columns_of(gpu_type)
+    _LAST_TYPES = (gpu_type, out)
+    return out
 
 
 def share_costs(
@@ -155,6 +171,40 @@ def share_costs(
                 cols = cols[gpus]
             interference[:, cols] = p.interference[name](cum[:, cols])
     return p.w_mem * mem_ratio + p.w_util * interference
+
+
+def job_share_costs(p: HorusParams, gpu_type: tuple[str, ...], cap: np.ndarray,
+                    util: np.ndarray, free_mem: np.ndarray, job_util: float, job_mem: float,
+                    gpus: np.ndarray) -> np.ndarray:
+    """:func:`share_costs` of one job on GPUs ``gpus``, with the memory in use given as
+    ``cap - free_mem`` (the same numbers, in fewer array steps when the cluster has one
+    GPU type and no GPU without memory)."""
+    types = _type_columns(gpu_type)
+    if len(types) != 1 or not _all_positive(cap):
+        return share_costs(p, gpu_type, cap, util, cap - free_mem, np.array([job_util]),
+                           np.array([job_mem]), gpus=gpus)[0]
+    f = p.interference[types[0][0]]
+    a2, a1, a0 = f.quadratic
+    slope, intercept = f.line
+    c = cap[gpus]
+    x = (util[gpus] + job_util) / 100.0
+    # the operations of share_costs and InterferenceFunction.__call__, one row
+    interference = np.where(x > 1.0, (a2 * x + a1) * x + a0, slope * x + intercept)
+    return p.w_mem * (((c - free_mem[gpus]) + job_mem) / c) + p.w_util * interference
+
+
+_LAST_CAP: tuple = (None, False)  # the last capacity array asked about, and the answer
+
+
+def _all_positive(cap: np.ndarray) -> bool:
+    """Every GPU has memory (asked per job of a round: the cluster's array, by identity)."""
+    global _LAST_CAP
+    last = _LAST_CAP
+    if last[0] is cap:
+        return last[1]
+    out = bool((cap > 0).all())
+    _LAST_CAP = (cap, out)
+    return out
 
 
 def _default_penalty(p, instance, functions, job_mem, job_util, job_gpus) -> float:

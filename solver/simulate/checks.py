@@ -113,7 +113,8 @@ def check_live(live: LiveState, decision: Decision, is_pending: Callable[[str], 
                                                  f"{used[n] + a:g} of {cap[n]:g}"))
     if problem.exclusive_gpus:
         out.extend(_shared(placed, live.jobs_on, cluster.gpu_ids))
-    if ok_structure:
+    if ok_structure and type(problem).check_decision is not Problem.check_decision:
+        # (the base rule set is empty: no instance built for it)
         out.extend(problem.check_decision(problem_instance(), decision))
     return out
 

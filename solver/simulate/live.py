@@ -17,6 +17,8 @@ through ``dlsched.simulate.view``, checks read its loads. It holds:
   with the cluster or the queue: per GPU the number of jobs, utilization (percent),
   memory (GB) and predicted end of its latest job; per server the CPU and RAM in use, its
   idle GPUs (sorted, cluster order), an index of servers by idle-GPU count;
+* once a policy asks for the GPUs' free-memory order (``free_order``), a log of the GPUs
+  whose memory in use changed (``mem_log``), from which that order is patched;
 * what the run records: the event list, the busy-GPU series and the fragmentation log
   (``fragmentation.FragmentationLog``: a server's moments are recomputed only when one of
   its GPUs changed).
@@ -69,7 +71,8 @@ class LiveState:
                  "jobs_on", "util", "cum_util", "mem", "node_cpu", "node_ram", "gpu_end",
                  "idle", "max_idle", "by_idle", "open_servers", "idle_total", "node_size",
                  "version", "_arrays", "_touched", "_touched_nodes", "_dirty", "frag",
-                 "record_events", "events", "busy_t", "busy_n", "done", "requeues")
+                 "record_events", "events", "busy_t", "busy_n", "done", "requeues",
+                 "mem_log", "free_order")
 
     def __init__(self, workload: Instance, speed: BoundSpeed, *, exclusive: bool,
                  record_events: bool) -> None:
@@ -123,6 +126,9 @@ class LiveState:
         self.busy_n: list[int] = []
         self.done = 0
         self.requeues = 0
+        # GPUs whose memory in use changed, logged once a FreeMemoryOrder asks for them
+        self.mem_log: list[int] | None = None
+        self.free_order: Any = None
 
     # ------------------------------------------------------------------ events
     def next_time(self) -> float | None:
@@ -374,6 +380,8 @@ class LiveState:
             jobs_on[g] += 1
             util_of[g] += util
             mem_of[g] += mem
+        if self.mem_log is not None:
+            self.mem_log.extend(gpus)
         for s, n in before.items():  # one move per server in the index by idle count
             k = len(all_idle[s])
             self._set_idle(s, n, k)
@@ -402,6 +410,8 @@ class LiveState:
             jobs_on[g] -= 1
             util_of[g] -= util
             mem_of[g] -= mem
+        if self.mem_log is not None:
+            self.mem_log.extend(gpus)
         self._touched.update(gpus)
         if cpu_per_gpu or ram_per_gpu:  # subtracting 0.0 changes no load
             node_cpu, node_ram = self.node_cpu, self.node_ram
@@ -441,8 +451,9 @@ class LiveState:
             gpu_end[g] = end
         self._dirty.update(map(self.gpu_node.__getitem__, gpus))
 
-    def arrays(self) -> dict[str, Any]:
-        """numpy copies of the loads for an Instance snapshot.
+    def arrays(self, copy: bool = True) -> dict[str, Any]:
+        """numpy copies of the loads for an Instance snapshot (``copy=False``: the kept
+        arrays themselves, valid until the next event; never to be changed).
 
         Built once, then patched where :meth:`_hold` / :meth:`_unhold` touched a GPU (its
         loads and its server's CPU, RAM and idle GPUs): the values are copied from the
@@ -475,6 +486,8 @@ class LiveState:
             nodes.clear()
             self._arrays = (self.version, a)
         a = self._arrays[1]
+        if not copy:
+            return a
         return {"gpu_busy": a["gpu_busy"].copy(), "idle_by_server": tuple(a["idle_by_server"]),
                 "gpu_usage": (a["gpu_usage"][0].copy(), a["gpu_usage"][1].copy()),
                 "node_usage": (a["node_usage"][0].copy(), a["node_usage"][1].copy())}

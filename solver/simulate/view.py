@@ -18,6 +18,7 @@ import numpy as np
 
 from ..instance import Instance
 from ..jobs import Job, JobColumns, RunningJob
+from .free_order import FreeMemoryOrder
 from .live import LiveState
 from .pending import SortedIndex
 
@@ -287,11 +288,28 @@ class SimView:
         """Capacity minus memory in use, every GPU (GB; a new array)."""
         return self.cluster.gpu_mem_gb - np.array(self._state.mem)
 
-    def loads(self) -> dict[str, Any]:
+    def free_memory_order(self) -> Sequence[tuple[float, int]]:
+        """Entries ``(-free memory, GPU index)`` of every GPU, ascending: most free memory
+        first, ties by index (``free_order.FreeMemoryOrder``: kept up to date from the
+        first call on; read it, do not change it or hold it across calls)."""
+        order = self._state.free_order
+        if order is None:
+            order = FreeMemoryOrder(self._state)
+        return order.keys()
+
+    @property
+    def queue_in_arrival_order(self) -> bool:
+        """The queue order is (submit time, queue position) order (a requeue can break
+        it)."""
+        return self._queue.in_arrival_order
+
+    def loads(self, copy: bool = True) -> dict[str, Any]:
         """numpy copies of the loads a snapshot carries (``gpu_busy``, ``gpu_usage``:
         (utilization, memory) per GPU, ``node_usage``: (CPU, RAM) per server,
-        ``idle_by_server``): the same arrays, so a fast form computes the same numbers."""
-        return self._state.arrays()
+        ``idle_by_server``): the same arrays, so a fast form computes the same numbers.
+        ``copy=False``: the arrays the live state keeps, without copies (read them during
+        the call only, never change them)."""
+        return self._state.arrays(copy)
 
     def node_free(self, n: int) -> tuple[float, float]:
         """(CPU, RAM in GB) free on server ``n``."""

@@ -1,0 +1,218 @@
+"""What the simulator fast forms of Horus OBP and greedy share: the start guard and the
+walk over the pending queue, on orders the live view keeps instead of arrays rebuilt per
+call.
+
+A job without CPU or RAM shares gets its GPUs in a round exactly when ``num_gpus`` GPUs
+have the free memory for its share (``horus.may_fit``), that is when the ``num_gpus``-th
+largest free memory is at least its share minus EPS. The view keeps the GPUs ordered by
+free memory (``SimView.free_memory_order``) and the pending jobs grouped by GPU count,
+each group ordered by memory (``SimView.queue_groups``), so whether some job fits is one
+comparison per group: its smallest job against the group's threshold (a job needing more
+memory than one that does not fit does not fit either). :func:`pack_live` tries the jobs
+in queue order as ``horus.pack_in_order`` does (the first that fits, then the next one
+after it, on the loads the placements left), with the thresholds read off the order.
+``tests/test_fast_paths_equivalence.py`` compares it with ``pack_in_order`` and the
+simulator's fast mode with its full mode.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from dlsched.decision import Decision, Placement
+from dlsched.jobs import Job, JobColumns
+from dlsched.state import EPS, ClusterState
+
+SHARES = "shares"
+"""The group of the jobs with CPU or RAM shares (they always pass the guard)."""
+GROUPS = ("horus", "pending by GPU count, then memory")
+"""Name of the view's queue index the fast forms read."""
+
+Keys = Sequence[tuple[float, int]]
+Take = Callable[[Job, Keys], tuple[Keys, list[int]]]
+
+
+def _group(job: Job) -> Any:
+    if (job.cpu_per_gpu or 0.0) > 0 or (job.ram_gb_per_gpu or 0.0) > 0:
+        return SHARES
+    return job.num_gpus
+
+
+def _key(job: Job) -> tuple[float]:
+    return (job.gpu_mem_gb or 0.0,)
+
+
+def pending_groups(view: Any) -> Mapping[Any, Any]:
+    """The pending jobs by GPU count (``SHARES``: those with CPU or RAM shares), each
+    group's entries ``(GPU memory, queue number)`` ascending."""
+    return view.queue_groups(GROUPS, _group, _key)
+
+
+def _some_fit(keys: Keys, groups: Mapping[Any, Any], skip: set[int]) -> bool:
+    """Whether a pending job not in ``skip`` (record indices) passes ``may_fit`` with the
+    free memory ``keys``."""
+    gpus = len(keys)
+    for n, index in groups.items():
+        if n == SHARES:
+            return True
+        if n is None or n > gpus:
+            continue  # never fits (may_fit: a NaN or too large GPU count)
+        if n < 1:
+            return True
+        free = -keys[n - 1][0]
+        for (mem, _), rec in zip(index.keys, index.order, strict=True):
+            if rec not in skip:
+                if free >= mem - EPS:
+                    return True
+                break
+    return False
+
+
+def may_start(view: Any, **options: Any) -> bool:
+    """Start guard of OBP and greedy (``dlsched.state.StartGuard``): a pending job passes
+    ``horus.may_fit`` on the live state (both try only such jobs; β and the queues only
+    choose among them)."""
+    return _some_fit(view.free_memory_order(), pending_groups(view), set())
+
+
+_ARRAYS: tuple = (None, 0, None)  # the last workload columns, GPU count, and their arrays
+_SCAN = 24  # queue entries tried one by one before the rest is tested in numpy
+
+
+def _workload_arrays(columns: JobColumns, gpus: int) -> tuple[np.ndarray, np.ndarray,
+                                                              list[int], list[float]]:
+    """Per workload job: its GPU count as an index into :func:`_thresholds` (0 for none,
+    ``gpus + 1`` for more than the cluster or unknown) and its share's memory minus EPS
+    (``horus._plan``'s numbers), as arrays and as lists."""
+    global _ARRAYS
+    last = _ARRAYS  # read once: another thread may replace it
+    if last[0] is columns and last[1] == gpus:
+        return last[2]
+    need = columns("num_gpus")
+    index = np.where(np.isnan(need), gpus + 1, np.clip(need, 0, gpus + 1)).astype(np.int64)
+    low = columns("gpu_mem_gb", 0.0) - EPS
+    arrays = (index, low, index.tolist(), low.tolist())
+    _ARRAYS = (columns, gpus, arrays)
+    return arrays
+
+
+def _thresholds(keys: Keys, groups: Mapping[Any, Any]) -> list[float]:
+    """Entry n: the n-th largest free memory for the GPU counts n of ``groups``; -inf for
+    0 (a job asking no GPUs is never placed) and past the cluster."""
+    gpus = len(keys)
+    out = [-np.inf] * (gpus + 2)
+    for n in groups:
+        if n != SHARES and n is not None and 1 <= n <= gpus:
+            out[n] = -keys[n - 1][0]
+    return out
+
+
+def _first_fit(keys: Keys, groups: Mapping[Any, Any], records: np.ndarray, pos: int,
+               arrays: tuple[np.ndarray, np.ndarray, list[int], list[float]]) -> int | None:
+    """Queue position of the first job from ``pos`` on that fits and asks for GPUs."""
+    need, low, need_l, low_l = arrays
+    lut = _thresholds(keys, groups)
+    for k, r in enumerate(records[pos:pos + _SCAN].tolist()):
+        if lut[need_l[r]] >= low_l[r]:
+            return pos + k
+    start = pos + _SCAN
+    if start >= len(records):
+        return None
+    rest = records[start:]
+    ok = np.array(lut)[need[rest]] >= low[rest]
+    h = int(ok.argmax())
+    return start + h if ok[h] else None
+
+
+def pack_live(view: Any, take: Take) -> list[tuple[int, list[int]]] | None:
+    """``horus.pack_in_order`` over the pending queue in queue order, on the live view.
+
+    ``take(job, keys)`` gets a job that fits and the free-memory entries now, and returns
+    the entries after it is placed (a new list) and its GPUs. Returns ``(queue position,
+    GPU indices)`` in placement order, or None when a pending job has CPU or RAM shares
+    (the caller runs its round on the loads instead).
+    """
+    groups = pending_groups(view)
+    if SHARES in groups:
+        return None
+    keys: Keys = view.free_memory_order()
+    records = view.queue_records()
+    arrays = _workload_arrays(view.workload_columns, len(keys))
+    jobs = view.workload_jobs
+    placed: list[tuple[int, list[int]]] = []
+    done: set[int] = set()
+    pos = 0
+    # jobs before pos that were not placed did not fit on more free memory than now
+    while _some_fit(keys, groups, done):
+        i = _first_fit(keys, groups, records, pos, arrays)
+        if i is None:
+            break
+        r = int(records[i])
+        keys, gpus = take(jobs[r], keys)
+        placed.append((i, gpus))
+        done.add(r)
+        pos = i + 1
+    return placed
+
+
+def moved(keys: Keys, gpus: Sequence[int], old: Sequence[float], new: Sequence[float]
+          ) -> list[tuple[float, int]]:
+    """``keys`` (a new list) after GPUs ``gpus`` went from free memory ``old`` to ``new``."""
+    out = list(keys)
+    for g, a, b in zip(gpus, old, new, strict=True):
+        del out[bisect_left(out, (-a, g))]
+        insort(out, (-b, g))
+    return out
+
+
+def most_free(job: Job, keys: Keys) -> tuple[Keys, list[int]]:
+    """OBP's choice (a :data:`Take`): the ``num_gpus`` GPUs with the most free memory,
+    ties by index (``horus._top_k`` on minus the free memory)."""
+    n = job.num_gpus
+    head = keys[:n]
+    gpus = [g for _, g in head]
+    mem = job.gpu_mem_gb or 0.0
+    old = [-f for f, _ in head]
+    return moved(keys, gpus, old, [f - mem for f in old]), gpus
+
+
+class Pending(Sequence[Job]):
+    """The pending jobs in queue order, read from the workload's when asked."""
+
+    __slots__ = ("_records", "_jobs")
+
+    def __init__(self, records: np.ndarray, jobs: Sequence[Job]) -> None:
+        self._records = records
+        self._jobs = jobs
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self._jobs[r] for r in self._records[i].tolist()]
+        return self._jobs[int(self._records[i])]
+
+
+def live_state(view: Any) -> tuple[ClusterState, Pending]:
+    """The loads as a :class:`ClusterState` (fresh copies) and the pending jobs."""
+    a = view.loads(copy=False)  # read only: what the state changes is a new array
+    c = view.cluster
+    util, mem = a["gpu_usage"]
+    cpu, ram = a["node_usage"]
+    state = ClusterState(cluster=c, free_mem=c.gpu_mem_gb - mem, util=util.copy(),
+                         free_cpu=c.node_cpu - cpu, free_ram=c.node_ram_gb - ram,
+                         busy=a["gpu_busy"].copy())
+    return state, Pending(view.queue_records(), view.workload_jobs)
+
+
+def decision_of(view: Any, jobs: Sequence[Job], placed: list[tuple[int, list[int]]]
+              ) -> Decision:
+    """As ``decision_from_indices`` on the snapshot: GPU ids in ascending index order."""
+    ids = view.cluster.gpu_ids
+    return Decision.of(Placement(jobs[j].id, tuple(ids[g] for g in sorted(gpus)))
+                       for j, gpus in placed)
