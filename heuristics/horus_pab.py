@@ -32,19 +32,19 @@ wait (a job requeued again is added again).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from dlsched.decision import Decision
 from dlsched.instance import Instance
+from dlsched.jobs import Job, JobColumns
 from dlsched.method_support import decision_from_indices, heuristic_method
 from dlsched.registry import BOOL, MethodSpec, register_method
 from dlsched.result import MethodOutput, Status
 from dlsched.state import ClusterState
 
-from .horus import Misfits, _cheapest_gpus, may_fit
+from .horus import Misfits, _cheapest_gpus, _top_k, may_fit
 
 EPS = 1e-9
 
@@ -124,39 +124,38 @@ def pab(instance: Instance, *, warmup_s: float = 60.0, threshold: float = 0.5,
         The decision; ``extra``: ``requeue`` (job ids), ``watch_at`` (next probe time),
         ``policy_state``.
     """
-    if warmup_s < 0 or not 0 < threshold <= 1:
-        raise ValueError("warmup_s must be >= 0 and threshold in (0, 1]")
+    check_settings(warmup_s, threshold)
     state_in = policy_state or {}
     probes: dict[str, list] = {k: list(v) for k, v in state_in.get("probes", {}).items()}
     requeued: set[str] = set(state_in.get("requeued", ()))
     t = instance.time
-    factors: list[dict[str, float]] = []  # read the running jobs once, and only if needed
+    factors: list[Mapping[str, float]] = []  # read the running jobs once, and only if needed
 
-    def now() -> dict[str, float]:
+    def factor(job_id: str) -> float | None:
         if not factors:
             factors.append(_factors(instance))
-        return factors[0]
+        return factors[0].get(job_id)
 
-    requeue: list[str] = []
-    for job_id in sorted(probes):
-        check_at, before = probes[job_id]
-        if check_at > t + EPS:
-            continue
-        del probes[job_id]
-        now_ = now()
-        if job_id not in now_:
-            continue  # finished during its warm-up
-        dropped = now_[job_id] <= threshold * 1.0 + EPS or any(
-            other in now_ and now_[other] <= threshold * was + EPS
-            for other, was in before.items())
-        if dropped:
-            requeue.append(job_id)
-            requeued.add(job_id)
-    decision = Decision()
+    requeue = judge(probes, t, factor, threshold)
+    requeued.update(requeue)
+    placed: list[tuple[int, list[int]]] = []
     if not (serial and probes):
-        decision, placed_probes = _place(instance, requeued, serial, now, requeue)
-        for job_id, before in placed_probes.items():
+        state = ClusterState.of(instance)
+        blocked = None
+        if requeue:
+            blocked = blocked_gpus(len(state.busy), requeue, instance.running,
+                                   instance.cluster.gpu_index)
+        index = instance.job_index
+        rows = [index[job_id] for job_id in requeued if job_id in index]
+        waiting = None
+        if rows:
+            waiting = np.zeros(len(instance.jobs), dtype=bool)
+            waiting[rows] = True
+        placed, opened = place(state, instance.jobs, instance.job_columns, waiting, serial,
+                               factor, lambda: _holders(instance), blocked)
+        for job_id, before in opened.items():
             probes[job_id] = [t + warmup_s, before]
+    decision = decision_from_indices(instance, placed)
     # a requeued job matters only while it waits: once placed it is on idle GPUs, and if
     # it is requeued again it is added again. So the jobs placed now leave the list (they
     # do not wait at the next round); the list is asked only about waiting jobs, so what
@@ -174,62 +173,114 @@ def pab(instance: Instance, *, warmup_s: float = 60.0, threshold: float = 0.5,
     return MethodOutput(decision=decision, status=Status.FEASIBLE, extra=extra)
 
 
-def _place(instance: Instance, requeued: set[str], serial: bool,
-           now: Callable[[], dict[str, float]], leaving: list[str]
-           ) -> tuple[Decision, dict[str, dict[str, float]]]:
-    """OBP's bin packing (idle GPUs only for requeued jobs); the probes of what it placed.
+def check_settings(warmup_s: float, threshold: float) -> None:
+    """Refuse a negative warm-up or a threshold outside (0, 1]."""
+    if warmup_s < 0 or not 0 < threshold <= 1:
+        raise ValueError("warmup_s must be >= 0 and threshold in (0, 1]")
 
-    GPUs of the jobs being requeued this round are not used (the snapshot still shows them
-    held).
-    """
-    state = ClusterState.of(instance)
-    ids = instance.cluster.gpu_index
-    blocked = np.zeros(len(state.busy), dtype=bool)
-    if leaving:
-        gpus_of = getattr(instance.running, "gpus_of", None)
-        if gpus_of is not None:  # the simulator answers per job
-            for job_id in leaving:
-                blocked[list(gpus_of(job_id) or ())] = True
-        else:
-            for r in instance.running:
-                if r.job in leaving:
-                    blocked[[ids[g] for g in r.gpus]] = True
+
+def judge(probes: dict[str, list], t: float, factor: Callable[[str], float | None],
+          threshold: float) -> list[str]:
+    """Close the probes whose warm-up is over at ``t`` (``probes``: job id -> [check time,
+    the speeds before its placement], changed in place); the jobs to requeue, by id.
+    ``factor(job id)``: a running job's rate factor (None: not running)."""
+    requeue: list[str] = []
+    for job_id in sorted(probes):
+        check_at, before = probes[job_id]
+        if check_at > t + EPS:
+            continue
+        del probes[job_id]
+        mine = factor(job_id)
+        if mine is None:
+            continue  # finished during its warm-up
+        if mine <= threshold * 1.0 + EPS or any(
+                (f := factor(other)) is not None and f <= threshold * was + EPS
+                for other, was in before.items()):
+            requeue.append(job_id)
+    return requeue
+
+
+def blocked_gpus(n_gpus: int, leaving: list[str], running: Any,
+                 gpu_index: Mapping[str, int]) -> np.ndarray:
+    """GPUs of the jobs being requeued this round (a snapshot still shows them held)."""
+    blocked = np.zeros(n_gpus, dtype=bool)
+    gpus_of = getattr(running, "gpus_of", None)
+    if gpus_of is not None:  # the simulator answers per job
+        for job_id in leaving:
+            blocked[list(gpus_of(job_id) or ())] = True
+    else:
+        for r in running:
+            if r.job in leaving:
+                blocked[[gpu_index[g] for g in r.gpus]] = True
+    return blocked
+
+
+def place(state: ClusterState, jobs: Sequence[Job], columns: JobColumns,
+           requeued: np.ndarray | None, serial: bool, factor: Callable[[str], float | None],
+           holders_of: Callable[[], Callable[[int], list[str]]], blocked: np.ndarray | None
+           ) -> tuple[list[tuple[int, list[int]]], dict[str, dict[str, float]]]:
+    """OBP's bin packing (idle GPUs only for the ``requeued`` jobs, a mask over ``jobs``;
+    never a ``blocked`` GPU); the placements and the probes of what it placed."""
     holders: dict[int, list[str]] = {}  # per GPU, read at the first placement that uses it
     read_holders: Callable[[int], list[str]] | None = None
     placed: list[tuple[int, list[int]]] = []
     probes: dict[str, dict[str, float]] = {}
     misfits = Misfits()  # per kind (idle GPUs only or not): a failed shape fails all round
-    open_gpus = int((~state.busy & ~blocked).sum())  # what a requeued job may take
-    jobs = instance.jobs
-    for j in np.flatnonzero(may_fit(state, jobs, instance.job_columns)).tolist():
+    tried = may_fit(state, jobs, columns)
+    open_gpus = 0  # what a requeued job may take
+    if requeued is not None:
+        free = ~state.busy if blocked is None else ~state.busy & ~blocked
+        open_gpus = int(np.count_nonzero(free))
+        # a placement only takes idle GPUs: a requeued job asking more than are open now
+        # is skipped all round (the test below, made for all of them at once)
+        tried &= ~(requeued & (columns("num_gpus") > open_gpus))
+    for j in np.flatnonzero(tried).tolist():
         job = jobs[j]
-        idle_only = job.id in requeued
+        idle_only = requeued is not None and bool(requeued[j])
         if (idle_only and open_gpus < job.num_gpus) or misfits.excludes(job, idle_only):
             continue
-        ok = state.gpu_fits(job) & ~blocked
-        if idle_only:
-            ok &= ~state.busy
-        candidates = np.flatnonzero(ok)
-        chosen = _cheapest_gpus(state, job, -state.free_mem, candidates)
+        ok = state.gpu_fits(job)
+        if (blocked is None and not idle_only and (job.num_gpus or 0) >= 1
+                and not (job.cpu_per_gpu > 0 or job.ram_gb_per_gpu > 0)):
+            # no CPU/RAM room to respect: when num_gpus GPUs take the share, the ones with
+            # the most free memory do (what the walk below would take)
+            chosen = (_top_k(-state.free_mem, None, job.num_gpus)
+                      if np.count_nonzero(ok) >= job.num_gpus else None)
+        else:
+            if blocked is not None:
+                ok &= ~blocked
+            if idle_only:
+                ok &= ~state.busy
+            chosen = _cheapest_gpus(state, job, -state.free_mem, np.flatnonzero(ok))
         if chosen is None:
             misfits.add(job, idle_only)
             continue
         if read_holders is None:
-            read_holders = _holders(instance)
+            read_holders = holders_of()
         for g in chosen:
             if g not in holders:
                 holders[g] = read_holders(g)
         others = {o for g in chosen for o in holders[g]}
-        now_ = now() if others else {}
-        probes[job.id] = {o: now_.get(o, 1.0) for o in sorted(others)}
-        open_gpus -= int((~state.busy[chosen]).sum())
-        state.place(job, chosen)
+        probes[job.id] = speeds_before(others, factor)
         for g in chosen:
             holders[g].append(job.id)
+        if requeued is not None:
+            open_gpus -= int(np.count_nonzero(~state.busy[chosen]))
+        state.place(job, chosen)
         placed.append((j, chosen))
         if serial:
             break
-    return decision_from_indices(instance, placed), probes
+    return placed, probes
+
+
+def speeds_before(others: set[str], factor: Callable[[str], float | None]
+                  ) -> dict[str, float]:
+    """A probe's record: the speed of each job a placement joins (1.0: not running yet)."""
+    out = {}
+    for other in sorted(others):
+        f = factor(other)
+        out[other] = 1.0 if f is None else f
+    return out
 
 
 register_method(MethodSpec(
@@ -240,3 +291,7 @@ register_method(MethodSpec(
                      ("policy_state",)),
     summary="Performance-aware Bin Packing: OBP packing, requeue a job whose placement "
             "halves a job's speed after a warm-up (simulator policy)"))
+
+
+# the simulator's fast form (it registers itself; it uses the functions above)
+from . import horus_pab_live  # noqa: E402, F401

@@ -294,16 +294,15 @@ class _Engine:
 
     def _decide(self, t: float) -> None:
         """Ask the policy and apply its (checked) decision."""
+        requeue, watch, wake, snap = (), None, None, None
         if self.view_policy is not None:
             self.calls += 1
             vp, caller = self.view_policy, self.caller  # a stateful one keeps it in the caller
-            decision, caller.state = vp.run(self.view(), caller.state, self.policy.options)
-            return self.apply(decision)
-        requeue: tuple[str, ...] = ()
-        watch = None
-        if not self.prefix:
+            decision, caller.state, extra = vp.run(self.view(), caller.state, self.policy.options)
+        elif not self.prefix:
             decision, wake, _, snap = self._call(t)
             extra = self.caller.last_extra
+        if not self.prefix:
             requeue = tuple(extra.get("requeue", ()))
             watch = extra.get("watch_at")
         else:
