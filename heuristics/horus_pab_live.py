@@ -26,7 +26,7 @@ import numpy as np
 
 from dlsched.decision import Decision, Placement
 from dlsched.jobs import Job
-from dlsched.state import ClusterState, ViewPolicy, register_view_policy
+from dlsched.state import EPS, ClusterState, ViewPolicy, register_view_policy
 
 from .horus import _plan, _top_k
 from .horus_pab import blocked_gpus, check_settings, judge, place, speeds_before
@@ -35,15 +35,24 @@ from .horus_pab import blocked_gpus, check_settings, judge, place, speeds_before
 class _Memory:
     """What the fast form keeps between calls: the open probes (as the snapshot method's
     ``policy_state``) and the requeued jobs that wait, as ids and as a mask over the
-    workload's records (``flags``)."""
+    workload's records (``flags``); and, per record, each job's share of GPU memory minus
+    EPS and GPU count (``horus._plan``'s numbers, read for the whole workload once)."""
 
-    __slots__ = ("probes", "requeued", "flags", "record_of")
+    __slots__ = ("probes", "requeued", "flags", "record_of", "mem", "need", "shares",
+                 "no_gpus")
 
-    def __init__(self, n_jobs: int) -> None:
+    def __init__(self, view: Any) -> None:
         self.probes: dict[str, list] = {}
         self.requeued: set[str] = set()
-        self.flags = np.zeros(n_jobs, dtype=bool)
+        columns = view.workload_columns
+        self.flags = np.zeros(len(view.workload_jobs), dtype=bool)
         self.record_of: dict[str, int] = {}  # job id -> record, filled at the first requeue
+        self.mem = columns("gpu_mem_gb", 0.0) - EPS
+        self.need = columns("num_gpus")
+        # some job has CPU or RAM shares (its queue's rounds take the snapshot's walk)
+        self.shares = bool(((columns("cpu_per_gpu", 0.0) > 0)
+                            | (columns("ram_gb_per_gpu", 0.0) > 0)).any())
+        self.no_gpus = not bool((self.need >= 1).all())  # some job asks no GPUs (or None)
 
 
 class _Pending(Sequence[Job]):
@@ -70,49 +79,78 @@ def pab_live(view: Any, *, warmup_s: float = 60.0, threshold: float = 0.5,
     """``pab`` on the live view: ``(decision, state for the next call, extra)`` with
     ``extra`` the requeue hook (``requeue``, ``watch_at``); module docstring."""
     check_settings(warmup_s, threshold)
-    memory = _Memory(len(view.workload_jobs)) if policy_state is None else policy_state
-    running = view.running()
+    memory = _Memory(view) if policy_state is None else policy_state
+    probes = memory.probes
     t = view.time
-    requeue = judge(memory.probes, t, running.rate_factor, threshold)
+    running = _Running(view)
+    requeue = judge(probes, t, running.rate_factor, threshold) if probes else []
     if requeue:
         if not memory.record_of:
             memory.record_of = {job.id: r for r, job in enumerate(view.workload_jobs)}
         memory.requeued.update(requeue)
         memory.flags[[memory.record_of[job_id] for job_id in requeue]] = True
     decision = Decision()
-    if not (serial and memory.probes):
+    if not (serial and probes):
         records = view.queue_records()
-        jobs = _Pending(records, view.workload_jobs)
-        placed, opened = _round(view, jobs, records, memory, requeue, serial, running)
+        placed, opened = _round(view, records, memory, requeue, serial, running)
         for job_id, before in opened.items():
-            memory.probes[job_id] = [t + warmup_s, before]
+            probes[job_id] = [t + warmup_s, before]
         if placed:
-            ids = view.cluster.gpu_ids  # GPU ids in ascending index order, as a snapshot's
-            decision = Decision.of(Placement(jobs[j].id, tuple(ids[g] for g in sorted(gpus)))
+            jobs, ids = view.workload_jobs, view.cluster.gpu_ids
+            # GPU ids in ascending index order, as a snapshot's decision has them
+            decision = Decision.of(Placement(jobs[records[j]].id,
+                                             tuple(ids[g] for g in sorted(gpus)))
                                    for j, gpus in placed)
-            memory.requeued.difference_update(p.job for p in decision.placements)
-            memory.flags[records[[j for j, _ in placed]]] = False
+            if memory.requeued:
+                memory.requeued.difference_update(p.job for p in decision.placements)
+                memory.flags[records[[j for j, _ in placed]]] = False
     extra: dict[str, Any] = {"requeue": requeue}
-    if memory.probes:
-        extra["watch_at"] = min(p[0] for p in memory.probes.values())
+    if probes:
+        extra["watch_at"] = min(p[0] for p in probes.values())
     return decision, memory, extra
 
 
-def _round(view: Any, jobs: _Pending, records: np.ndarray, memory: _Memory,
-           requeue: list[str], serial: bool, running: Any
+class _Running:
+    """The view's running jobs (``SimView.running``), read when first asked."""
+
+    __slots__ = ("_view", "_lazy")
+
+    def __init__(self, view: Any) -> None:
+        self._view = view
+        self._lazy: Any = None
+
+    def get(self) -> Any:
+        if self._lazy is None:
+            self._lazy = self._view.running()
+        return self._lazy
+
+    def rate_factor(self, job_id: str) -> float | None:
+        return self.get().rate_factor(job_id)
+
+    def jobs_on(self, gpu: int) -> tuple[str, ...]:
+        return self.get().jobs_on(gpu)
+
+
+def _round(view: Any, records: np.ndarray, memory: _Memory, requeue: list[str],
+           serial: bool, running: _Running
            ) -> tuple[list[tuple[int, list[int]]], dict[str, dict[str, float]]]:
-    """The placements of one round and the probes they open (``pab``'s ``place``)."""
+    """The placements of one round (queue positions, GPU indices) and the probes they
+    open (``pab``'s ``place``)."""
     if not len(records):
         return [], {}
-    columns = view.queue_columns()
     waiting = memory.flags[records] if memory.requeued else None
     c = view.cluster
-    blocked = blocked_gpus(c.num_gpus, requeue, running, {}) if requeue else None
+    blocked = blocked_gpus(c.num_gpus, requeue, running.get(), {}) if requeue else None
     a = view.loads()
     busy = a["gpu_busy"]
     free = c.gpu_mem_gb - a["gpu_usage"][1]
-    mem, need, _, shares = _plan(columns)
-    if not serial or shares:
+    need = memory.need[records]
+    columns = view.queue_columns() if memory.shares or not serial else None
+    if (not serial or (columns is not None and _plan(columns)[3])
+            or (memory.no_gpus and not (need >= 1).all())):
+        # the walk: with server room to respect, or a job asking no GPUs (it fails the
+        # walk, and its failed shape then rules out the later jobs asking as much memory)
+        columns = view.queue_columns() if columns is None else columns
         util = a["gpu_usage"][0]
         cpu, ram = a["node_usage"]
         state = ClusterState(cluster=c, free_mem=free, util=util, free_cpu=c.node_cpu - cpu,
@@ -121,14 +159,15 @@ def _round(view: Any, jobs: _Pending, records: np.ndarray, memory: _Memory,
         def holders() -> Any:
             return lambda g: list(running.jobs_on(g))
 
-        return place(state, jobs, columns, waiting, serial, running.rate_factor, holders,
-                     blocked)
-    found = _first_fit(free, busy, mem, need, waiting, blocked)
+        return place(state, _Pending(records, view.workload_jobs), columns, waiting, serial,
+                     running.rate_factor, holders, blocked)
+    found = _first_fit(free, busy, memory.mem[records], need, waiting, blocked)
     if found is None:
         return [], {}
     j, chosen = found
     others = {o for g in chosen for o in running.jobs_on(g)}
-    return [found], {jobs[j].id: speeds_before(others, running.rate_factor)}
+    return [found], {view.workload_jobs[records[j]].id: speeds_before(others,
+                                                                      running.rate_factor)}
 
 
 def _first_fit(free: np.ndarray, busy: np.ndarray, mem: np.ndarray, need: np.ndarray,
@@ -138,30 +177,52 @@ def _first_fit(free: np.ndarray, busy: np.ndarray, mem: np.ndarray, need: np.nda
     the first job that finds GPUs, or None.
 
     ``free``: free memory per GPU; ``mem``: each job's share minus EPS, ``need``: its GPU
-    count (``horus._plan``); ``waiting``: the requeued jobs (idle GPUs only);
-    ``blocked``: GPUs nobody may take. Without server room to respect, the walk finds GPUs
-    for a job exactly when ``need`` usable GPUs have ``free >= mem``, and takes the usable
-    ones with the most free memory (ties: lower index).
+    count (``horus._plan``'s numbers); ``waiting``: the requeued jobs (idle GPUs only);
+    ``blocked``: GPUs nobody may take; every job asks at least one GPU. Without server
+    room to respect, the walk finds GPUs for a job exactly when ``need`` usable GPUs have
+    ``free >= mem``, and takes the usable ones with the most free memory (ties: lower
+    index).
     """
+    head_waits = waiting is not None and bool(waiting[0])
+    fits = _usable(free, busy, mem[0], head_waits, blocked)
+    if np.count_nonzero(fits) >= need[0]:  # the head fits (half of the rounds of a trace)
+        return 0, _take(free, fits, int(need[0]), blocked is None and not head_waits)
     usable = free if blocked is None else free[~blocked]
     top = np.sort(usable)
     ok = len(top) - top.searchsorted(mem) >= need
-    idle = None
     if waiting is not None:
         idle = ~busy if blocked is None else ~busy & ~blocked
         top = np.sort(free[idle])
         ok = np.where(waiting, len(top) - top.searchsorted(mem) >= need, ok)
-    ok &= need >= 1  # a job asking no GPUs is never placed (as the walk)
     j = int(ok.argmax())
     if not ok[j]:
         return None
-    k = int(need[j])
-    if blocked is None and (idle is None or not waiting[j]):
-        return j, _top_k(-free, None, k)
-    fits = free >= mem[j]
-    fits &= idle if idle is not None and waiting[j] else ~blocked
+    waits = waiting is not None and bool(waiting[j])
+    fits = _usable(free, busy, mem[j], waits, blocked)
+    return j, _take(free, fits, int(need[j]), blocked is None and not waits)
+
+
+def _usable(free: np.ndarray, busy: np.ndarray, mem: float, idle_only: bool,
+            blocked: np.ndarray | None) -> np.ndarray:
+    """The GPUs a job may take: its share fits (``mem``: minus EPS), idle ones only for a
+    requeued job, none blocked."""
+    fits = free >= mem
+    if idle_only:
+        fits &= ~busy
+    if blocked is not None:
+        fits &= ~blocked
+    return fits
+
+
+def _take(free: np.ndarray, fits: np.ndarray, k: int, everywhere: bool) -> list[int]:
+    """The ``k`` GPUs of ``fits`` with the most free memory, ties by index (``fits`` holds
+    at least ``k``; ``everywhere``: any ``k`` GPUs with the most free memory are in it)."""
+    if everywhere:
+        return [int(free.argmax())] if k == 1 else _top_k(-free, None, k)
     candidates = np.flatnonzero(fits)
-    return j, _top_k(-free[candidates], candidates, k)
+    if k == 1:  # argmax: the first of the largest
+        return [int(candidates[free[candidates].argmax()])]
+    return _top_k(-free[candidates], candidates, k)
 
 
 def _always(view: Any, **options: Any) -> bool:
