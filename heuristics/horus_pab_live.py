@@ -187,19 +187,31 @@ def _first_fit(free: np.ndarray, busy: np.ndarray, mem: np.ndarray, need: np.nda
     fits = _usable(free, busy, mem[0], head_waits, blocked)
     if np.count_nonzero(fits) >= need[0]:  # the head fits (half of the rounds of a trace)
         return 0, _take(free, fits, int(need[0]), blocked is None and not head_waits)
-    usable = free if blocked is None else free[~blocked]
-    top = np.sort(usable)
-    ok = len(top) - top.searchsorted(mem) >= need
+    most = int(need.max())
+    ok = _enough(free if blocked is None else free[~blocked], mem, need, most)
     if waiting is not None:
         idle = ~busy if blocked is None else ~busy & ~blocked
-        top = np.sort(free[idle])
-        ok = np.where(waiting, len(top) - top.searchsorted(mem) >= need, ok)
+        ok = np.where(waiting, _enough(free[idle], mem, need, most), ok)
     j = int(ok.argmax())
     if not ok[j]:
         return None
     waits = waiting is not None and bool(waiting[j])
     fits = _usable(free, busy, mem[j], waits, blocked)
     return j, _take(free, fits, int(need[j]), blocked is None and not waits)
+
+
+def _enough(values: np.ndarray, mem: np.ndarray, need: np.ndarray, most: int
+            ) -> np.ndarray:
+    """Per job: at least ``need`` of ``values`` are ``>= mem`` (``most``: the largest
+    ``need``). Only the ``most`` largest values can tell: no full sort."""
+    if len(values) == 0:
+        return np.zeros(len(mem), dtype=bool)
+    if most == 1:
+        return values.max() >= mem
+    if most < len(values):
+        values = np.partition(values, len(values) - most)[len(values) - most:]
+    top = np.sort(values)
+    return len(top) - top.searchsorted(mem) >= need
 
 
 def _usable(free: np.ndarray, busy: np.ndarray, mem: float, idle_only: bool,
