@@ -237,11 +237,21 @@ def _take(free: np.ndarray, fits: np.ndarray, k: int, everywhere: bool) -> list[
     return _top_k(-free[candidates], candidates, k)
 
 
-def _always(view: Any, **options: Any) -> bool:
-    """PAB's start guard: none (a call with nothing to place may judge a probe)."""
-    return True
+def can_start(view: Any, *, policy_state: _Memory | None = None, serial: bool = True,
+              **options: Any) -> bool:
+    """PAB's start guard: False only for a serial round with a probe open and none due.
+
+    Such a call judges nothing, places nothing and returns its state unchanged; what it
+    would add is a watch at the time of the open probe, which the simulator already holds
+    (the call that opened the probe asked for it). So the schedule is the same with fewer
+    calls and without those repeated wake-ups.
+    """
+    if policy_state is None or not serial or not policy_state.probes:
+        return True
+    t = view.time
+    return any(p[0] <= t + EPS for p in policy_state.probes.values())
 
 
-register_view_policy(ViewPolicy("horus", "pab", pab_live, _always,
+register_view_policy(ViewPolicy("horus", "pab", pab_live, can_start,
                                 frozenset({"warmup_s", "threshold", "serial"}),
                                 stateful=True, hooks=True))

@@ -98,7 +98,8 @@ class ViewPolicy:
     call, then what it returned last) and returns ``(decision, policy_state)``. A ``hooks``
     fast form (stateful too: PAB) returns ``(decision, policy_state, extra)``, ``extra``
     holding the simulator's requeue hook (``requeue``, ``watch_at``) as a snapshot
-    method's result would.
+    method's result would; its ``can_start`` also gets ``policy_state=`` (it may skip only
+    a call that would change nothing but a repeated watch).
     """
 
     problem: str

@@ -1,8 +1,8 @@
 """PAB's fast form on the simulator's live view (``heuristics/horus_pab_live.py``) makes
 the decisions of the snapshot method: call by call (the same decision, requeues and watch
 at every call of a run driven by the snapshot method), whole runs (``check="fast"``, the
-fast form, against ``check="full"``, the snapshot method), and its vectorized serial round
-against the snapshot's walk on random loads."""
+fast form and its start guard, against ``check="full"``, the snapshot method at every
+call), and its vectorized serial round against the snapshot's walk on random loads."""
 
 from __future__ import annotations
 
@@ -93,9 +93,15 @@ def test_fast_and_full_runs_give_the_same_schedule(seed, options, cpu):
     pd.testing.assert_frame_equal(job_table(fast), job_table(full), check_exact=True)
     attempts = {r.job.id: r.attempts for r in full.records}
     assert {r.job.id: r.attempts for r in fast.records} == attempts
-    assert (fast.policy_calls, fast.event_count, fast.requeues) == (
-        full.policy_calls, full.event_count, full.requeues)
-    assert full.requeues > 0
+    assert fast.requeues == full.requeues > 0
+    # the fast form's guard skips only serial rounds with a probe open and none due: each
+    # would have asked again for the watch the simulator holds (one wake-up event each)
+    skipped = full.policy_calls - fast.policy_calls
+    assert full.event_count - fast.event_count == skipped
+    if options.get("serial", True) and options.get("warmup_s", 60.0) > 0:
+        assert skipped > 0
+    else:  # probes are judged at once, or rounds place while probes are open
+        assert skipped == 0
 
 
 def test_jobs_asking_no_gpus_wait_in_both_forms():

@@ -246,10 +246,11 @@ class _Engine:
         return True
 
     def _due(self) -> bool:
-        if self.view_policy is not None:
+        if (vp := self.view_policy) is not None:
             if not len(self.state.queue):
                 return False
-            return bool(self.view_policy.can_start(self.view(), **self.policy.options))
+            state = {"policy_state": self.caller.state} if vp.hooks else {}  # PAB's guard
+            return bool(vp.can_start(self.view(), **state, **self.policy.options))
         return self._worth_calling()
 
     def _call(self, t: float, jobs: tuple[Job, ...] | None = None
