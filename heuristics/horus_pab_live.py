@@ -141,9 +141,9 @@ def _round(view: Any, records: np.ndarray, memory: _Memory, requeue: list[str],
     waiting = memory.flags[records] if memory.requeued else None
     c = view.cluster
     blocked = blocked_gpus(c.num_gpus, requeue, running.get(), {}) if requeue else None
-    a = view.loads()
+    a = view.loads(copy=False)  # read only: the walk below gets copies
     busy = a["gpu_busy"]
-    free = c.gpu_mem_gb - a["gpu_usage"][1]
+    free = c.gpu_mem_gb - a["gpu_usage"][1]  # a new array
     need = memory.need[records]
     columns = view.queue_columns() if memory.shares or not serial else None
     if (not serial or (columns is not None and _plan(columns)[3])
@@ -151,10 +151,10 @@ def _round(view: Any, records: np.ndarray, memory: _Memory, requeue: list[str],
         # the walk: with server room to respect, or a job asking no GPUs (it fails the
         # walk, and its failed shape then rules out the later jobs asking as much memory)
         columns = view.queue_columns() if columns is None else columns
-        util = a["gpu_usage"][0]
         cpu, ram = a["node_usage"]
-        state = ClusterState(cluster=c, free_mem=free, util=util, free_cpu=c.node_cpu - cpu,
-                             free_ram=c.node_ram_gb - ram, busy=busy)
+        state = ClusterState(cluster=c, free_mem=free, util=a["gpu_usage"][0].copy(),
+                             free_cpu=c.node_cpu - cpu, free_ram=c.node_ram_gb - ram,
+                             busy=busy.copy())
 
         def holders() -> Any:
             return lambda g: list(running.jobs_on(g))

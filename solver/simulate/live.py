@@ -429,8 +429,9 @@ class LiveState:
         self.gpu_end[g] = end
         self._dirty.add(self.gpu_node[g])
 
-    def arrays(self) -> dict[str, Any]:
-        """numpy copies of the loads for an Instance snapshot.
+    def arrays(self, copy: bool = True) -> dict[str, Any]:
+        """numpy copies of the loads for an Instance snapshot (``copy=False``: the arrays
+        kept here, to read before the state changes, never to write).
 
         Built once, then patched where :meth:`_hold` / :meth:`_unhold` touched a GPU (its
         loads and its server's CPU, RAM and idle GPUs): the values are copied from the
@@ -463,6 +464,8 @@ class LiveState:
             nodes.clear()
             self._arrays = (self.version, a)
         a = self._arrays[1]
+        if not copy:
+            return a
         return {"gpu_busy": a["gpu_busy"].copy(), "idle_by_server": tuple(a["idle_by_server"]),
                 "gpu_usage": (a["gpu_usage"][0].copy(), a["gpu_usage"][1].copy()),
                 "node_usage": (a["node_usage"][0].copy(), a["node_usage"][1].copy())}

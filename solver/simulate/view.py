@@ -293,11 +293,12 @@ class SimView:
         """Capacity minus memory in use, every GPU (GB; a new array)."""
         return self.cluster.gpu_mem_gb - np.array(self._state.mem)
 
-    def loads(self) -> dict[str, Any]:
+    def loads(self, copy: bool = True) -> dict[str, Any]:
         """numpy copies of the loads a snapshot carries (``gpu_busy``, ``gpu_usage``:
         (utilization, memory) per GPU, ``node_usage``: (CPU, RAM) per server,
-        ``idle_by_server``): the same arrays, so a fast form computes the same numbers."""
-        return self._state.arrays()
+        ``idle_by_server``): the same arrays, so a fast form computes the same numbers
+        (``copy=False``: the live state's own, to read during the call, never to write)."""
+        return self._state.arrays(copy)
 
     def node_free(self, n: int) -> tuple[float, float]:
         """(CPU, RAM in GB) free on server ``n``."""
