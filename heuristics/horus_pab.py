@@ -28,6 +28,10 @@ a time to be called again even with nothing pending; ``dlsched.simulate.engine``
 
 State between rounds (``policy_state``): the open probes and the requeued jobs that still
 wait (a job requeued again is added again).
+
+The simulator runs the same round on its live view (``horus_pab_live``, registered when
+this module is imported); the two share :func:`judge`, :func:`place`,
+:func:`blocked_gpus` and :func:`speeds_before`.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ snapshot (``dlsched.state.ViewPolicy``): the loads (``SimView.loads``, the array
 snapshot is seeded with), the pending jobs in queue order and their columns, and the
 running jobs' rate factors and GPUs (``SimView.running``). Its state (the open probes, the
 requeued jobs that wait) is kept in place between calls, and it returns the simulator's
-requeue hook (``requeue``, ``watch_at``) as the snapshot method does, so the simulator
-calls it exactly when it would call the method and gets the same decisions
-(``tests/test_pab_live.py`` compares the two, call by call and whole runs).
+requeue hook (``requeue``, ``watch_at``) as the snapshot method does: the same decisions,
+requeues and watches (``tests/test_pab_live.py`` compares the two, call by call and whole
+runs). Its start guard (:func:`can_start`) skips only the calls that would change nothing.
 
 The default round (``serial``: at most one placement) on a queue without CPU or RAM
 shares is made in a few numpy steps: the first job in queue order whose share fits the
