@@ -14,7 +14,7 @@ shares is made in a few numpy steps: the first job in queue order whose share fi
 free memory of ``num_gpus`` usable GPUs (idle GPUs only for a requeued job; never the GPUs
 of a job requeued in this round) is the one the snapshot's walk places, on the usable GPUs
 with the most free memory (ties: lower index). Other rounds run the snapshot's walk
-(:func:`~.horus_pab.place`) on the same loads.
+(:func:`~.horus_pab_round.place`) on the same loads. ``horus_pab`` registers it.
 """
 
 from __future__ import annotations
@@ -26,10 +26,10 @@ import numpy as np
 
 from dlsched.decision import Decision, Placement
 from dlsched.jobs import Job
-from dlsched.state import EPS, ClusterState, ViewPolicy, register_view_policy
+from dlsched.state import EPS, ClusterState
 
 from .horus import _plan, _top_k
-from .horus_pab import blocked_gpus, check_settings, judge, place, speeds_before
+from .horus_pab_round import blocked_gpus, check_settings, judge, place, speeds_before
 
 
 class _Memory:
@@ -251,7 +251,3 @@ def can_start(view: Any, *, policy_state: _Memory | None = None, serial: bool = 
     t = view.time
     return any(p[0] <= t + EPS for p in policy_state.probes.values())
 
-
-register_view_policy(ViewPolicy("horus", "pab", pab_live, can_start,
-                                frozenset({"warmup_s", "threshold", "serial"}),
-                                stateful=True, hooks=True))

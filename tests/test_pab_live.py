@@ -12,8 +12,8 @@ import pytest
 
 from dlsched import Instance, Job, homogeneous_cluster
 from dlsched.heuristics.horus import _plan
-from dlsched.heuristics.horus_pab import place
 from dlsched.heuristics.horus_pab_live import _first_fit, pab_live
+from dlsched.heuristics.horus_pab_round import place
 from dlsched.jobs import JobColumns
 from dlsched.simulate import Policy, SpeedModel, job_table, simulate
 from dlsched.simulate.engine import _Engine
@@ -46,6 +46,9 @@ CASES = [
 
 
 def test_the_fast_form_is_registered_with_the_requeue_hook():
+    from dlsched.registry import get_method
+
+    get_method("horus", "pab")  # imports the method's module, as the simulator does
     vp = view_policy("horus", "pab")
     assert vp is not None and vp.stateful and vp.hooks
     assert vp.options == {"warmup_s", "threshold", "serial"}
