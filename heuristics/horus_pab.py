@@ -28,6 +28,9 @@ a time to be called again even with nothing pending; ``dlsched.simulate.engine``
 
 State between rounds (``policy_state``): the open probes and the requeued jobs that still
 wait (a job requeued again is added again).
+
+The simulator runs the same round on its live view (``horus_pab_live``, registered here);
+the two share the round's parts (``horus_pab_round``).
 """
 
 from __future__ import annotations
@@ -37,16 +40,14 @@ from typing import Any
 
 import numpy as np
 
-from dlsched.decision import Decision
 from dlsched.instance import Instance
 from dlsched.method_support import decision_from_indices, heuristic_method
 from dlsched.registry import BOOL, MethodSpec, register_method
 from dlsched.result import MethodOutput, Status
-from dlsched.state import ClusterState
+from dlsched.state import ClusterState, ViewPolicy, register_view_policy
 
-from .horus import Misfits, _cheapest_gpus, may_fit
-
-EPS = 1e-9
+from .horus_pab_live import can_start, pab_live
+from .horus_pab_round import blocked_gpus, check_settings, judge, place
 
 
 def _factors(instance: Instance) -> Mapping[str, float]:
@@ -124,39 +125,38 @@ def pab(instance: Instance, *, warmup_s: float = 60.0, threshold: float = 0.5,
         The decision; ``extra``: ``requeue`` (job ids), ``watch_at`` (next probe time),
         ``policy_state``.
     """
-    if warmup_s < 0 or not 0 < threshold <= 1:
-        raise ValueError("warmup_s must be >= 0 and threshold in (0, 1]")
+    check_settings(warmup_s, threshold)
     state_in = policy_state or {}
     probes: dict[str, list] = {k: list(v) for k, v in state_in.get("probes", {}).items()}
     requeued: set[str] = set(state_in.get("requeued", ()))
     t = instance.time
-    factors: list[dict[str, float]] = []  # read the running jobs once, and only if needed
+    factors: list[Mapping[str, float]] = []  # read the running jobs once, and only if needed
 
-    def now() -> dict[str, float]:
+    def factor(job_id: str) -> float | None:
         if not factors:
             factors.append(_factors(instance))
-        return factors[0]
+        return factors[0].get(job_id)
 
-    requeue: list[str] = []
-    for job_id in sorted(probes):
-        check_at, before = probes[job_id]
-        if check_at > t + EPS:
-            continue
-        del probes[job_id]
-        now_ = now()
-        if job_id not in now_:
-            continue  # finished during its warm-up
-        dropped = now_[job_id] <= threshold * 1.0 + EPS or any(
-            other in now_ and now_[other] <= threshold * was + EPS
-            for other, was in before.items())
-        if dropped:
-            requeue.append(job_id)
-            requeued.add(job_id)
-    decision = Decision()
+    requeue = judge(probes, t, factor, threshold)
+    requeued.update(requeue)
+    placed: list[tuple[int, list[int]]] = []
     if not (serial and probes):
-        decision, placed_probes = _place(instance, requeued, serial, now, requeue)
-        for job_id, before in placed_probes.items():
+        state = ClusterState.of(instance)
+        blocked = None
+        if requeue:
+            blocked = blocked_gpus(len(state.busy), requeue, instance.running,
+                                   instance.cluster.gpu_index)
+        index = instance.job_index
+        rows = [index[job_id] for job_id in requeued if job_id in index]
+        waiting = None
+        if rows:
+            waiting = np.zeros(len(instance.jobs), dtype=bool)
+            waiting[rows] = True
+        placed, opened = place(state, instance.jobs, instance.job_columns, waiting, serial,
+                               factor, lambda: _holders(instance), blocked)
+        for job_id, before in opened.items():
             probes[job_id] = [t + warmup_s, before]
+    decision = decision_from_indices(instance, placed)
     # a requeued job matters only while it waits: once placed it is on idle GPUs, and if
     # it is requeued again it is added again. So the jobs placed now leave the list (they
     # do not wait at the next round); the list is asked only about waiting jobs, so what
@@ -174,64 +174,6 @@ def pab(instance: Instance, *, warmup_s: float = 60.0, threshold: float = 0.5,
     return MethodOutput(decision=decision, status=Status.FEASIBLE, extra=extra)
 
 
-def _place(instance: Instance, requeued: set[str], serial: bool,
-           now: Callable[[], dict[str, float]], leaving: list[str]
-           ) -> tuple[Decision, dict[str, dict[str, float]]]:
-    """OBP's bin packing (idle GPUs only for requeued jobs); the probes of what it placed.
-
-    GPUs of the jobs being requeued this round are not used (the snapshot still shows them
-    held).
-    """
-    state = ClusterState.of(instance)
-    ids = instance.cluster.gpu_index
-    blocked = np.zeros(len(state.busy), dtype=bool)
-    if leaving:
-        gpus_of = getattr(instance.running, "gpus_of", None)
-        if gpus_of is not None:  # the simulator answers per job
-            for job_id in leaving:
-                blocked[list(gpus_of(job_id) or ())] = True
-        else:
-            for r in instance.running:
-                if r.job in leaving:
-                    blocked[[ids[g] for g in r.gpus]] = True
-    holders: dict[int, list[str]] = {}  # per GPU, read at the first placement that uses it
-    read_holders: Callable[[int], list[str]] | None = None
-    placed: list[tuple[int, list[int]]] = []
-    probes: dict[str, dict[str, float]] = {}
-    misfits = Misfits()  # per kind (idle GPUs only or not): a failed shape fails all round
-    open_gpus = int((~state.busy & ~blocked).sum())  # what a requeued job may take
-    jobs = instance.jobs
-    for j in np.flatnonzero(may_fit(state, jobs, instance.job_columns)).tolist():
-        job = jobs[j]
-        idle_only = job.id in requeued
-        if (idle_only and open_gpus < job.num_gpus) or misfits.excludes(job, idle_only):
-            continue
-        ok = state.gpu_fits(job) & ~blocked
-        if idle_only:
-            ok &= ~state.busy
-        candidates = np.flatnonzero(ok)
-        chosen = _cheapest_gpus(state, job, -state.free_mem, candidates)
-        if chosen is None:
-            misfits.add(job, idle_only)
-            continue
-        if read_holders is None:
-            read_holders = _holders(instance)
-        for g in chosen:
-            if g not in holders:
-                holders[g] = read_holders(g)
-        others = {o for g in chosen for o in holders[g]}
-        now_ = now() if others else {}
-        probes[job.id] = {o: now_.get(o, 1.0) for o in sorted(others)}
-        open_gpus -= int((~state.busy[chosen]).sum())
-        state.place(job, chosen)
-        for g in chosen:
-            holders[g].append(job.id)
-        placed.append((j, chosen))
-        if serial:
-            break
-    return decision_from_indices(instance, placed), probes
-
-
 register_method(MethodSpec(
     "horus", "pab", "baseline",
     heuristic_method(pab, ("warmup_s", "threshold", "serial", "policy_state"),
@@ -240,3 +182,10 @@ register_method(MethodSpec(
                      ("policy_state",)),
     summary="Performance-aware Bin Packing: OBP packing, requeue a job whose placement "
             "halves a job's speed after a warm-up (simulator policy)"))
+
+
+# the simulator's fast form (in this module: the simulator looks it up after importing the
+# method's module)
+register_view_policy(ViewPolicy("horus", "pab", pab_live, can_start,
+                                frozenset({"warmup_s", "threshold", "serial"}),
+                                stateful=True, hooks=True))

@@ -95,7 +95,11 @@ class ViewPolicy:
     (``dlsched.simulate.view.SimView``) is read-only. A ``stateful`` fast form carries
     something across the calls of one run (DSIF's delay counts, a learned policy's arrays
     of the workload's jobs): ``decide`` also gets ``policy_state=`` (None at the first
-    call, then what it returned last) and returns ``(decision, policy_state)``.
+    call, then what it returned last) and returns ``(decision, policy_state)``. A ``hooks``
+    fast form (stateful too: PAB) returns ``(decision, policy_state, extra)``, ``extra``
+    holding the simulator's requeue hook (``requeue``, ``watch_at``) as a snapshot
+    method's result would; its ``can_start`` also gets ``policy_state=`` (it may skip only
+    a call that would change nothing but a repeated watch).
     """
 
     problem: str
@@ -105,14 +109,20 @@ class ViewPolicy:
     options: frozenset[str] = frozenset()
     applies: Callable[[Instance], bool] = lambda workload: True
     stateful: bool = False
+    hooks: bool = False
 
-    def run(self, view: Any, state: Any, options: dict[str, Any]) -> tuple[Any, Any]:
-        """``(decision, state for the next call)`` of one call (``state``: the last one)."""
-        if self.stateful:
+    def run(self, view: Any, state: Any, options: dict[str, Any]
+            ) -> tuple[Any, Any, dict[str, Any]]:
+        """``(decision, state for the next call, extra)`` of one call (``state``: the last
+        one; ``extra``: the requeue hook's, empty unless ``hooks``)."""
+        if self.hooks:
             return self.decide(view, policy_state=state, **options)
-        return self.decide(view, **options), state
+        if self.stateful:
+            return (*self.decide(view, policy_state=state, **options), _NO_EXTRA)
+        return self.decide(view, **options), state, _NO_EXTRA
 
 
+_NO_EXTRA: dict[str, Any] = {}  # read only
 _VIEW_POLICIES: dict[tuple[str, str], ViewPolicy] = {}
 
 

@@ -246,10 +246,11 @@ class _Engine:
         return True
 
     def _due(self) -> bool:
-        if self.view_policy is not None:
+        if (vp := self.view_policy) is not None:
             if not len(self.state.queue):
                 return False
-            return bool(self.view_policy.can_start(self.view(), **self.policy.options))
+            state = {"policy_state": self.caller.state} if vp.hooks else {}  # PAB's guard
+            return bool(vp.can_start(self.view(), **state, **self.policy.options))
         return self._worth_calling()
 
     def _call(self, t: float, jobs: tuple[Job, ...] | None = None
@@ -294,16 +295,15 @@ class _Engine:
 
     def _decide(self, t: float) -> None:
         """Ask the policy and apply its (checked) decision."""
+        requeue, watch, wake, snap = (), None, None, None
         if self.view_policy is not None:
             self.calls += 1
             vp, caller = self.view_policy, self.caller  # a stateful one keeps it in the caller
-            decision, caller.state = vp.run(self.view(), caller.state, self.policy.options)
-            return self.apply(decision)
-        requeue: tuple[str, ...] = ()
-        watch = None
-        if not self.prefix:
+            decision, caller.state, extra = vp.run(self.view(), caller.state, self.policy.options)
+        elif not self.prefix:
             decision, wake, _, snap = self._call(t)
             extra = self.caller.last_extra
+        if not self.prefix:
             requeue = tuple(extra.get("requeue", ()))
             watch = extra.get("watch_at")
         else:

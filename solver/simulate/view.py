@@ -223,6 +223,12 @@ class SimView:
         """Smallest GPU demand among pending jobs with a fixed demand."""
         return self._queue.min_demand()
 
+    # running jobs
+    def running(self) -> LazyRunning:
+        """The running jobs as a snapshot at :attr:`time` shows them, built only if iterated;
+        ``rate_factor``, ``gpus_of`` and ``jobs_on`` answer per job or GPU (PAB)."""
+        return lazy_running(self._state, self.time, False)
+
     # cluster
     @property
     def idle_count(self) -> int:

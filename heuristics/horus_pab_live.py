@@ -1,0 +1,253 @@
+"""PAB's fast form for the simulator: the round of :func:`~.horus_pab.pab` on the live view.
+
+It reads what the snapshot method reads, off the simulator's live view instead of a rebuilt
+snapshot (``dlsched.state.ViewPolicy``): the loads (``SimView.loads``, the arrays a
+snapshot is seeded with), the pending jobs in queue order and their columns, and the
+running jobs' rate factors and GPUs (``SimView.running``). Its state (the open probes, the
+requeued jobs that wait) is kept in place between calls, and it returns the simulator's
+requeue hook (``requeue``, ``watch_at``) as the snapshot method does: the same decisions,
+requeues and watches (``tests/test_pab_live.py`` compares the two, call by call and whole
+runs). Its start guard (:func:`can_start`) skips only the calls that would change nothing.
+
+The default round (``serial``: at most one placement) on a queue without CPU or RAM
+shares is made in a few numpy steps: the first job in queue order whose share fits the
+free memory of ``num_gpus`` usable GPUs (idle GPUs only for a requeued job; never the GPUs
+of a job requeued in this round) is the one the snapshot's walk places, on the usable GPUs
+with the most free memory (ties: lower index). Other rounds run the snapshot's walk
+(:func:`~.horus_pab_round.place`) on the same loads. ``horus_pab`` registers it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dlsched.decision import Decision, Placement
+from dlsched.jobs import Job
+from dlsched.state import EPS, ClusterState
+
+from .horus import _plan, _top_k
+from .horus_pab_round import blocked_gpus, check_settings, judge, place, speeds_before
+
+
+class _Memory:
+    """What the fast form keeps between calls: the open probes (as the snapshot method's
+    ``policy_state``) and the requeued jobs that wait, as ids and as a mask over the
+    workload's records (``flags``); and, per record, each job's share of GPU memory minus
+    EPS and GPU count (``horus._plan``'s numbers, read for the whole workload once)."""
+
+    __slots__ = ("probes", "requeued", "flags", "record_of", "mem", "need", "shares",
+                 "no_gpus")
+
+    def __init__(self, view: Any) -> None:
+        self.probes: dict[str, list] = {}
+        self.requeued: set[str] = set()
+        columns = view.workload_columns
+        self.flags = np.zeros(len(view.workload_jobs), dtype=bool)
+        self.record_of: dict[str, int] = {}  # job id -> record, filled at the first requeue
+        self.mem = columns("gpu_mem_gb", 0.0) - EPS
+        self.need = columns("num_gpus")
+        # some job has CPU or RAM shares (its queue's rounds take the snapshot's walk)
+        self.shares = bool(((columns("cpu_per_gpu", 0.0) > 0)
+                            | (columns("ram_gb_per_gpu", 0.0) > 0)).any())
+        self.no_gpus = not bool((self.need >= 1).all())  # some job asks no GPUs (or None)
+
+
+class _Pending(Sequence[Job]):
+    """The pending jobs in queue order, read from the workload's when asked."""
+
+    __slots__ = ("_records", "_jobs")
+
+    def __init__(self, records: np.ndarray, jobs: Sequence[Job]) -> None:
+        self._records = records
+        self._jobs = jobs
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self._jobs[r] for r in self._records[i].tolist()]
+        return self._jobs[int(self._records[i])]
+
+
+def pab_live(view: Any, *, warmup_s: float = 60.0, threshold: float = 0.5,
+             serial: bool = True, policy_state: _Memory | None = None
+             ) -> tuple[Decision, _Memory, dict[str, Any]]:
+    """``pab`` on the live view: ``(decision, state for the next call, extra)`` with
+    ``extra`` the requeue hook (``requeue``, ``watch_at``); module docstring."""
+    check_settings(warmup_s, threshold)
+    memory = _Memory(view) if policy_state is None else policy_state
+    probes = memory.probes
+    t = view.time
+    running = _Running(view)
+    requeue = judge(probes, t, running.rate_factor, threshold) if probes else []
+    if requeue:
+        if not memory.record_of:
+            memory.record_of = {job.id: r for r, job in enumerate(view.workload_jobs)}
+        memory.requeued.update(requeue)
+        memory.flags[[memory.record_of[job_id] for job_id in requeue]] = True
+    decision = Decision()
+    if not (serial and probes):
+        records = view.queue_records()
+        placed, opened = _round(view, records, memory, requeue, serial, running)
+        for job_id, before in opened.items():
+            probes[job_id] = [t + warmup_s, before]
+        if placed:
+            jobs, ids = view.workload_jobs, view.cluster.gpu_ids
+            # GPU ids in ascending index order, as a snapshot's decision has them
+            decision = Decision.of(Placement(jobs[records[j]].id,
+                                             tuple(ids[g] for g in sorted(gpus)))
+                                   for j, gpus in placed)
+            if memory.requeued:
+                memory.requeued.difference_update(p.job for p in decision.placements)
+                memory.flags[records[[j for j, _ in placed]]] = False
+    extra: dict[str, Any] = {"requeue": requeue}
+    if probes:
+        extra["watch_at"] = min(p[0] for p in probes.values())
+    return decision, memory, extra
+
+
+class _Running:
+    """The view's running jobs (``SimView.running``), read when first asked."""
+
+    __slots__ = ("_view", "_lazy")
+
+    def __init__(self, view: Any) -> None:
+        self._view = view
+        self._lazy: Any = None
+
+    def get(self) -> Any:
+        if self._lazy is None:
+            self._lazy = self._view.running()
+        return self._lazy
+
+    def rate_factor(self, job_id: str) -> float | None:
+        return self.get().rate_factor(job_id)
+
+    def jobs_on(self, gpu: int) -> tuple[str, ...]:
+        return self.get().jobs_on(gpu)
+
+
+def _round(view: Any, records: np.ndarray, memory: _Memory, requeue: list[str],
+           serial: bool, running: _Running
+           ) -> tuple[list[tuple[int, list[int]]], dict[str, dict[str, float]]]:
+    """The placements of one round (queue positions, GPU indices) and the probes they
+    open (``pab``'s ``place``)."""
+    if not len(records):
+        return [], {}
+    waiting = memory.flags[records] if memory.requeued else None
+    c = view.cluster
+    blocked = blocked_gpus(c.num_gpus, requeue, running.get(), {}) if requeue else None
+    a = view.loads(copy=False)  # read only: the walk below gets copies
+    busy = a["gpu_busy"]
+    free = c.gpu_mem_gb - a["gpu_usage"][1]  # a new array
+    need = memory.need[records]
+    columns = view.queue_columns() if memory.shares or not serial else None
+    if (not serial or (columns is not None and _plan(columns)[3])
+            or (memory.no_gpus and not (need >= 1).all())):
+        # the walk: with server room to respect, or a job asking no GPUs (it fails the
+        # walk, and its failed shape then rules out the later jobs asking as much memory)
+        columns = view.queue_columns() if columns is None else columns
+        cpu, ram = a["node_usage"]
+        state = ClusterState(cluster=c, free_mem=free, util=a["gpu_usage"][0].copy(),
+                             free_cpu=c.node_cpu - cpu, free_ram=c.node_ram_gb - ram,
+                             busy=busy.copy())
+
+        def holders() -> Any:
+            return lambda g: list(running.jobs_on(g))
+
+        return place(state, _Pending(records, view.workload_jobs), columns, waiting, serial,
+                     running.rate_factor, holders, blocked)
+    found = _first_fit(free, busy, memory.mem[records], need, waiting, blocked)
+    if found is None:
+        return [], {}
+    j, chosen = found
+    others = {o for g in chosen for o in running.jobs_on(g)}
+    return [found], {view.workload_jobs[records[j]].id: speeds_before(others,
+                                                                      running.rate_factor)}
+
+
+def _first_fit(free: np.ndarray, busy: np.ndarray, mem: np.ndarray, need: np.ndarray,
+               waiting: np.ndarray | None, blocked: np.ndarray | None
+               ) -> tuple[int, list[int]] | None:
+    """The serial round without CPU or RAM shares: ``(queue position, GPU indices)`` of
+    the first job that finds GPUs, or None.
+
+    ``free``: free memory per GPU; ``mem``: each job's share minus EPS, ``need``: its GPU
+    count (``horus._plan``'s numbers); ``waiting``: the requeued jobs (idle GPUs only);
+    ``blocked``: GPUs nobody may take; every job asks at least one GPU. Without server
+    room to respect, the walk finds GPUs for a job exactly when ``need`` usable GPUs have
+    ``free >= mem``, and takes the usable ones with the most free memory (ties: lower
+    index).
+    """
+    head_waits = waiting is not None and bool(waiting[0])
+    fits = _usable(free, busy, mem[0], head_waits, blocked)
+    if np.count_nonzero(fits) >= need[0]:  # the head fits (half of the rounds of a trace)
+        return 0, _take(free, fits, int(need[0]), blocked is None and not head_waits)
+    most = int(need.max())
+    ok = _enough(free if blocked is None else free[~blocked], mem, need, most)
+    if waiting is not None:
+        idle = ~busy if blocked is None else ~busy & ~blocked
+        ok = np.where(waiting, _enough(free[idle], mem, need, most), ok)
+    j = int(ok.argmax())
+    if not ok[j]:
+        return None
+    waits = waiting is not None and bool(waiting[j])
+    fits = _usable(free, busy, mem[j], waits, blocked)
+    return j, _take(free, fits, int(need[j]), blocked is None and not waits)
+
+
+def _enough(values: np.ndarray, mem: np.ndarray, need: np.ndarray, most: int
+            ) -> np.ndarray:
+    """Per job: at least ``need`` of ``values`` are ``>= mem`` (``most``: the largest
+    ``need``). Only the ``most`` largest values can tell: no full sort."""
+    if len(values) == 0:
+        return np.zeros(len(mem), dtype=bool)
+    if most == 1:
+        return values.max() >= mem
+    if most < len(values):
+        values = np.partition(values, len(values) - most)[len(values) - most:]
+    top = np.sort(values)
+    return len(top) - top.searchsorted(mem) >= need
+
+
+def _usable(free: np.ndarray, busy: np.ndarray, mem: float, idle_only: bool,
+            blocked: np.ndarray | None) -> np.ndarray:
+    """The GPUs a job may take: its share fits (``mem``: minus EPS), idle ones only for a
+    requeued job, none blocked."""
+    fits = free >= mem
+    if idle_only:
+        fits &= ~busy
+    if blocked is not None:
+        fits &= ~blocked
+    return fits
+
+
+def _take(free: np.ndarray, fits: np.ndarray, k: int, everywhere: bool) -> list[int]:
+    """The ``k`` GPUs of ``fits`` with the most free memory, ties by index (``fits`` holds
+    at least ``k``; ``everywhere``: any ``k`` GPUs with the most free memory are in it)."""
+    if everywhere:
+        return [int(free.argmax())] if k == 1 else _top_k(-free, None, k)
+    candidates = np.flatnonzero(fits)
+    if k == 1:  # argmax: the first of the largest
+        return [int(candidates[free[candidates].argmax()])]
+    return _top_k(-free[candidates], candidates, k)
+
+
+def can_start(view: Any, *, policy_state: _Memory | None = None, serial: bool = True,
+              **options: Any) -> bool:
+    """PAB's start guard: False only for a serial round with a probe open and none due.
+
+    Such a call judges nothing, places nothing and returns its state unchanged; what it
+    would add is a watch at the time of the open probe, which the simulator already holds
+    (the call that opened the probe asked for it). So the schedule is the same with fewer
+    calls and without those repeated wake-ups.
+    """
+    if policy_state is None or not serial or not policy_state.probes:
+        return True
+    t = view.time
+    return any(p[0] <= t + EPS for p in policy_state.probes.values())
+
