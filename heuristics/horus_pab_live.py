@@ -19,16 +19,15 @@ with the most free memory (ties: lower index). Other rounds run the snapshot's w
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from dlsched.decision import Decision, Placement
-from dlsched.jobs import Job
 from dlsched.state import EPS, ClusterState
 
 from .horus import _plan, _top_k
+from .horus_live import Pending
 from .horus_pab_round import blocked_gpus, check_settings, judge, place, speeds_before
 
 
@@ -53,24 +52,6 @@ class _Memory:
         self.shares = bool(((columns("cpu_per_gpu", 0.0) > 0)
                             | (columns("ram_gb_per_gpu", 0.0) > 0)).any())
         self.no_gpus = not bool((self.need >= 1).all())  # some job asks no GPUs (or None)
-
-
-class _Pending(Sequence[Job]):
-    """The pending jobs in queue order, read from the workload's when asked."""
-
-    __slots__ = ("_records", "_jobs")
-
-    def __init__(self, records: np.ndarray, jobs: Sequence[Job]) -> None:
-        self._records = records
-        self._jobs = jobs
-
-    def __len__(self) -> int:
-        return len(self._records)
-
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self._jobs[r] for r in self._records[i].tolist()]
-        return self._jobs[int(self._records[i])]
 
 
 def pab_live(view: Any, *, warmup_s: float = 60.0, threshold: float = 0.5,
@@ -159,7 +140,7 @@ def _round(view: Any, records: np.ndarray, memory: _Memory, requeue: list[str],
         def holders() -> Any:
             return lambda g: list(running.jobs_on(g))
 
-        return place(state, _Pending(records, view.workload_jobs), columns, waiting, serial,
+        return place(state, Pending(records, view.workload_jobs), columns, waiting, serial,
                      running.rate_factor, holders, blocked)
     found = _first_fit(free, busy, memory.mem[records], need, waiting, blocked)
     if found is None:
