@@ -161,20 +161,28 @@ def pack(groups: list[Group], idle: IdleGpus, memo: dict[tuple[int, ...], Bucket
     ``groups`` per idle state (the caller empties it when the groups change); ``holding``:
     the groups that hold tasks, when the caller knows them (few of them: looked at one by
     one)."""
-    placed: Started = []
-    few = holding is not None and 4 * len(holding) <= len(groups)
-    while True:
-        ge = idle.servers_at_least()
-        if not ge[1]:  # no idle GPU
-            break
-        if few:
-            pick = _pick(holding, lambda g, ge=ge: _first_fit(g.ranked, ge))  # type: ignore
-        else:
+    if holding is not None and 4 * len(holding) <= len(groups):
+        def choose(ge: list[int]) -> Pick | None:
+            return _pick(holding, lambda g: _first_fit(g.ranked, ge))  # type: ignore
+    else:
+        def choose(ge: list[int]) -> Pick | None:
             key = tuple(ge)
             buckets = memo.get(key)
             if buckets is None:
                 buckets = memo[key] = _buckets(groups, ge)
-            pick = _pick_bucketed(buckets)
+            return _pick_bucketed(buckets)
+    return _drain(idle, choose)
+
+
+def _drain(idle: IdleGpus, choose: Callable[[list[int]], Pick | None]) -> Started:
+    """Start the task ``choose(idle.servers_at_least())`` picks, again and again, until no
+    GPU is idle or it picks none."""
+    placed: Started = []
+    while True:
+        ge = idle.servers_at_least()
+        if not ge[1]:  # no idle GPU
+            break
+        pick = choose(ge)
         if pick is None:
             break
         _, head, g, shape = pick
@@ -203,18 +211,10 @@ def pack_scan(groups: list[Group], idle: IdleGpus, nan_shape: Callable[[int], Sh
         g.cursor = c
         return rows[c][2] if c < end else None
 
-    placed: Started = []
-    while True:
-        ge[:] = idle.servers_at_least()
-        if not ge[1]:
-            break
-        pick = _pick(groups, fit)
-        if pick is None:
-            break
-        _, head, g, shape = pick
-        g.tasks.popleft()
-        placed.append((head, idle.take(shape), g))
-    return placed
+    def choose(now: list[int]) -> Pick | None:
+        ge[:] = now
+        return _pick(groups, fit)
+    return _drain(idle, choose)
 
 
 def tetris(instance: Instance, *, by: str) -> Decision:

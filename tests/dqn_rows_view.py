@@ -30,3 +30,13 @@ def random_live_rows(seed: int, rng: np.random.Generator, jobs: int, max_servers
     w = generate_sched2(seed=seed, jobs=jobs, servers=servers, gpus_per_server=per)
     w = w.replace(cluster=homogeneous_cluster(servers, per))
     return w, LiveQ(RowsView(w), load_network(shipped_weights())[0]), servers, per
+
+
+def random_moment(rng: np.random.Generator, submit: np.ndarray, servers: int, per: int,
+                  low: int, high: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """A random call: (records of n distinct jobs, n drawn from [low, high); a time after
+    every submission in ``submit``; idle GPUs of each of ``servers`` servers of ``per``)."""
+    n = int(rng.integers(low, high))
+    records = rng.choice(len(submit), size=n, replace=False)
+    now = float(submit.max()) + float(rng.exponential(5000.0))
+    return records, now, rng.integers(0, per + 1, size=servers)

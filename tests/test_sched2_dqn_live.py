@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from dqn_rows_view import random_live_rows
+from dqn_rows_view import random_live_rows, random_moment
 
 from dlsched.heuristics.sched2_dqn_policy import (
     dqn_decision,
@@ -31,16 +31,13 @@ def close_q(got: np.ndarray, expected: np.ndarray) -> bool:
 @pytest.mark.parametrize("seed", range(6))
 def test_folded_network_scores_as_the_network_on_q_rows(seed):
     rng = np.random.default_rng(seed)
-    w, live, servers, per = random_live_rows(seed, rng, jobs=400, max_servers=40)
+    _, live, servers, per = random_live_rows(seed, rng, jobs=400, max_servers=40)
     network, _ = load_network(shipped_weights())
     total = servers * per
     a = live.arrays
     for _ in range(30):
-        n = int(rng.integers(0, 200))
-        shown = rng.choice(len(w.jobs), size=n, replace=False)
-        now = float(a.submit.max()) + float(rng.exponential(5000.0))
-        idle = rng.integers(0, per + 1, size=servers)
-        queued = n + int(rng.integers(0, 300))
+        shown, now, idle = random_moment(rng, a.submit, servers, per, 0, 200)
+        queued = len(shown) + int(rng.integers(0, 300))
         wait = now - a.submit[shown]
         expected = network(q_rows(a.gpus[shown], a.duration[shown], wait, a.sensitivity[shown],
                                   idle, total, queued))

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from dqn_rows_view import random_live_rows
+from dqn_rows_view import random_live_rows, random_moment
 from test_sched2_dqn_live import close_q
 
 from dlsched.heuristics.sched2_dqn_policy import (
@@ -26,15 +26,12 @@ from dlsched.heuristics.sched2_dqn_policy import (
 @pytest.mark.parametrize("seed", range(4))
 def test_buffer_after_picks_scores_as_fresh_rows(seed):
     rng = np.random.default_rng(100 + seed)
-    w, live, servers, per = random_live_rows(seed, rng, jobs=300, max_servers=30)
+    _, live, servers, per = random_live_rows(seed, rng, jobs=300, max_servers=30)
     network, _ = load_network(shipped_weights())
     total = servers * per
     a = live.arrays
     for _ in range(10):
-        n = int(rng.integers(1, 150))
-        records = rng.choice(len(w.jobs), size=n, replace=False)
-        now = float(a.submit.max()) + float(rng.exponential(5000.0))
-        idle = rng.integers(0, per + 1, size=servers)
+        records, now, idle = random_moment(rng, a.submit, servers, per, 1, 150)
         widest = int(idle.max())
         rows = live.start(records, now, widest)
         kept = list(records)
