@@ -11,6 +11,7 @@ before its simulator fast form (commit 091cb5c, the snapshot method).
 from __future__ import annotations
 
 import hashlib
+from functools import cache
 from importlib import resources
 
 import pytest
@@ -140,9 +141,16 @@ CASES = (
 )
 
 
+@cache
+def workload_of(workload: str, problem: str) -> Instance:
+    """One case's workload, read (and checked) once per process: an Instance is frozen,
+    and reading the whole alibaba file costs more than most of its simulations."""
+    return WORKLOADS[workload](problem)
+
+
 def run_case(workload: str, problem: str, method: str, options: tuple) -> str:
     """The schedule digest of one case."""
-    run = simulate(WORKLOADS[workload](problem), Policy(method, options=dict(options)),
+    run = simulate(workload_of(workload, problem), Policy(method, options=dict(options)),
                    record_events=False)
     return schedule_digest(run)
 
