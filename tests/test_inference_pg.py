@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -29,19 +30,29 @@ from dlsched.rl.inference_episodes import (  # noqa: E402
 from dlsched.rl.inference_teachers import _Labeller  # noqa: E402
 from dlsched.rl.inference_train import discounted, rewards_of, train  # noqa: E402
 
-TINY = TrainConfig(episodes=1, episode_minutes=0.5, val_episodes=1, iterations=2, rollouts=2,
+# 9 s of stream (~140 queries): every phase runs (cloning, DAgger, two policy-gradient
+# iterations) and the selection is not a tie (validation mean Q below 1 after cloning)
+TINY = TrainConfig(episodes=1, episode_minutes=0.15, val_episodes=1, iterations=2, rollouts=2,
                    bc_epochs=2, dagger=1, eval_every=1, teachers="given", seed=7)
 
 
-def test_training_is_deterministic_for_a_seed(tmp_path):
-    a = train(TINY, tmp_path / "a", log=lambda *_: None)
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory) -> tuple[dict, Path]:
+    """One training run of TINY (its summary and folder), shared by the tests that read
+    a run's files; the determinism test trains a second one beside it."""
+    out = tmp_path_factory.mktemp("tiny") / "a"
+    return train(TINY, out, log=lambda *_: None), out
+
+
+def test_training_is_deterministic_for_a_seed(tiny_run, tmp_path):
+    a, dir_a = tiny_run
     b = train(TINY, tmp_path / "b", log=lambda *_: None)
-    wa, wb = read_weights(tmp_path / "a" / "policy.safetensors"), read_weights(
+    wa, wb = read_weights(dir_a / "policy.safetensors"), read_weights(
         tmp_path / "b" / "policy.safetensors")
     assert sorted(wa) == ["b1", "b2", "w1", "w2"]
     for k in wa:
-        assert np.array_equal(wa[k], wb[k])
-    rows_a = list(csv.DictReader((tmp_path / "a" / "learning_curve.csv").open()))
+        assert wa[k].tobytes() == wb[k].tobytes(), k
+    rows_a = list(csv.DictReader((dir_a / "learning_curve.csv").open()))
     rows_b = list(csv.DictReader((tmp_path / "b" / "learning_curve.csv").open()))
     assert [r["phase"] for r in rows_a] == ["bc1(a=0.5,b=0.5)", "bc1(a=0.5,b=0.5)-dagger1",
                                             "pg", "pg"]
@@ -56,7 +67,7 @@ def test_training_is_deterministic_for_a_seed(tmp_path):
 
 
 TWO_CLUSTERS = TrainConfig(gpus="p2:1;g2:1,p2:1", scale=(1.0, 2.0), episodes=2,
-                           episode_minutes=0.5, val_episodes=2, iterations=2, rollouts=2,
+                           episode_minutes=0.15, val_episodes=2, iterations=2, rollouts=2,
                            bc_epochs=2, dagger=1, eval_every=1, teachers="given", seed=5)
 
 
@@ -88,11 +99,11 @@ def test_training_gives_the_same_tensors_on_a_machine_without_avx(tmp_path):
     assert here["selected"]
 
 
-def test_weights_file_is_not_pickle_and_records_the_selection(tmp_path):
+def test_weights_file_is_not_pickle_and_records_the_selection(tiny_run):
     from safetensors import safe_open
 
-    out = train(TINY, tmp_path / "a", log=lambda *_: None)
-    path = tmp_path / "a" / "policy.safetensors"
+    out, run_dir = tiny_run
+    path = run_dir / "policy.safetensors"
     raw = path.read_bytes()  # safetensors: 8-byte header length, JSON header, raw arrays
     n = int.from_bytes(raw[:8], "little")
     header = json.loads(raw[8:8 + n])
@@ -106,7 +117,7 @@ def test_weights_file_is_not_pickle_and_records_the_selection(tmp_path):
     assert meta["seed"] == "7"
     assert '"teachers": "given"' in meta["config"]
     # the selected checkpoint is the best validation row of the learning curve
-    rows = list(csv.DictReader((tmp_path / "a" / "learning_curve.csv").open()))
+    rows = list(csv.DictReader((run_dir / "learning_curve.csv").open()))
     vals = [float(r["val_greedy_mean_q"]) for r in rows if r["val_greedy_mean_q"] != "nan"]
     assert out["val_mean_q"] == pytest.approx(max(vals))
 
@@ -248,7 +259,7 @@ def test_one_shipped_policy_runs_on_every_cluster(gpus, scale):
 
     if not shipped_weights().exists():
         pytest.fail(f"shipped weights are missing: {shipped_weights()}")
-    inst = generate_inference(seed=11, gpus=gpus, hours=0.01, scale=scale)
+    inst = generate_inference(seed=11, gpus=gpus, hours=0.004, scale=scale)  # 290-2,200 queries
     run = serve(inst, load_pg_policy(), noise_cv=0.0)  # a decision: table delays
     assert validate(inst, run.decision()).ok
     assert len(run.batches) > 0
@@ -272,12 +283,12 @@ def test_weights_for_other_batch_sizes_are_refused():
         serve(inst, PGPolicy(w))
 
 
-def test_the_clone_of_a_run_is_what_a_run_without_policy_gradient_writes(tmp_path):
-    with_pg = train(TINY, tmp_path / "pg", log=lambda *_: None)
+def test_the_clone_of_a_run_is_what_a_run_without_policy_gradient_writes(tiny_run, tmp_path):
+    with_pg, pg_dir = tiny_run
     clone_only = train(TrainConfig(**{**TINY.__dict__, "iterations": 0}), tmp_path / "bc",
                        log=lambda *_: None)
     assert with_pg["clone"] == {"tag": clone_only["selected"], "q": clone_only["val_mean_q"]}
-    wa = read_weights(tmp_path / "pg" / "clone.safetensors")
+    wa = read_weights(pg_dir / "clone.safetensors")
     wb = read_weights(tmp_path / "bc" / "policy.safetensors")
     for k in wa:
         assert wa[k].tobytes() == wb[k].tobytes(), k
