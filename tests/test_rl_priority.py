@@ -184,8 +184,10 @@ def _subparser(parser, *path):
 
 @pytest.mark.parametrize("name", sorted(p.name for p in WORKLOADS.glob("*.json.gz")
                                         if p.name.startswith(("itp-", "philly-"))))
-def test_shipped_weights_act_on_every_committed_trace(name):
+def test_shipped_policies_act_on_every_committed_trace(name):
+    """Both shipped learned SCHED² policies (these priority weights and the DQN agent,
+    which acts with numpy: no torch) on the head of each trace, read once for both."""
     head = trace_head(name)
-    run = simulate(head, Policy("learned-priority"), record_events=False)
-    table = job_table(run)
-    assert len(table) == 150 and table["end"].notna().all()
+    for method in ("learned-priority", "dqn"):
+        table = job_table(simulate(head, Policy(method), record_events=False))
+        assert len(table) == 150 and table["end"].notna().all(), method

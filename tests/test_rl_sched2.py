@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+# torch (1.8 CPU-s to import, 1.5 more at the first training) is imported by the tests
+# that train or run the torch network, not when the suite is collected
 gym = pytest.importorskip("gymnasium")
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 from safetensors.numpy import load_file  # noqa: E402
-from trace_heads import trace_head  # noqa: E402
 
 from dlsched import (  # noqa: E402
     Instance,
@@ -30,12 +30,11 @@ from dlsched.heuristics.sched2_dqn_policy import (  # noqa: E402
 )
 from dlsched.heuristics.selection_features import time_feature  # noqa: E402
 from dlsched.instances.sched2_gen import generate_sched2  # noqa: E402
-from dlsched.rl.dqn import JobQ, padded, teacher_action  # noqa: E402
 from dlsched.rl.dqn_settings import DqnSettings  # noqa: E402
 from dlsched.rl.sched2_env import ENV_ID, Sched2Env, register  # noqa: E402
 from dlsched.rl.sched2_fast_env import FastSelection  # noqa: E402
 from dlsched.rl.sched2_search import SPF_WEIGHTS, Episode  # noqa: E402
-from dlsched.rl.sched2_train import EpisodeSpec, train  # noqa: E402
+from dlsched.rl.sched2_train import EpisodeSpec  # noqa: E402
 from dlsched.simulate import Policy, job_table, simulate  # noqa: E402
 
 
@@ -119,7 +118,15 @@ def test_head_first_agent_is_the_simulators_fifo():
     np.testing.assert_allclose([j.end for j in env.jobs], table.loc[ids, "end"])
 
 
+def _torch():
+    """torch, or a skip where the ``rl`` extra is not installed."""
+    return pytest.importorskip("torch")
+
+
 def _tiny_training(tmp_path, name):
+    _torch()
+    from dlsched.rl.sched2_train import train
+
     spec = EpisodeSpec(jobs=40, servers=2, gpus_per_server=4, interarrival=60.0)
     settings = DqnSettings(episodes=4, envs=2, n_step=3, batch=8, train_every=4,
                            target_every=5, hidden=8, demo_episodes=1, pretrain_updates=10,
@@ -128,7 +135,18 @@ def _tiny_training(tmp_path, name):
                  valid_set=spec.workloads([2000]), seed=5, settings=settings)
 
 
+@pytest.fixture(scope="module")
+def tiny_agent(tmp_path_factory) -> Path:
+    """One tiny training run's folder, shared; the determinism test trains a second."""
+    root = tmp_path_factory.mktemp("dqn")
+    _tiny_training(root, "a")
+    return root / "a"
+
+
 def _greedy_starts(net, workload: Instance) -> np.ndarray:
+    torch = _torch()
+    from dlsched.rl.dqn import padded
+
     episode = Episode.of(workload)
     env = FastSelection(episode)
     state = env.reset()
@@ -140,6 +158,9 @@ def _greedy_starts(net, workload: Instance) -> np.ndarray:
 
 
 def test_fast_selection_played_by_spf_is_the_simulators_spf():
+    _torch()
+    from dlsched.rl.dqn import teacher_action
+
     workload = generate_sched2(seed=7, jobs=300, interarrival=120.0)
     episode = Episode.of(workload)
     env = FastSelection(episode)
@@ -152,19 +173,21 @@ def test_fast_selection_played_by_spf_is_the_simulators_spf():
     np.testing.assert_allclose(env.end, table.loc[ids, "end"])
 
 
-def test_training_is_deterministic_and_its_policy_passes_the_checks(tmp_path):
-    _tiny_training(tmp_path, "a")
+def test_training_is_deterministic_and_its_policy_passes_the_checks(tiny_agent, tmp_path):
+    torch = _torch()
+    from dlsched.rl.dqn import JobQ
+
     _tiny_training(tmp_path, "b")
-    wa = load_file(str(tmp_path / "a" / "sched2_dqn.safetensors"))
+    wa = load_file(str(tiny_agent / "sched2_dqn.safetensors"))
     wb = load_file(str(tmp_path / "b" / "sched2_dqn.safetensors"))
     assert wa.keys() == wb.keys() == {f"l{k}.{p}" for k in range(3) for p in ("weight", "bias")}
     for key in wa:
         assert np.array_equal(wa[key], wb[key]), key
-    curve = (tmp_path / "a" / "curve.csv").read_text().splitlines()
+    curve = (tiny_agent / "curve.csv").read_text().splitlines()
     assert curve[0].startswith("episode,") and len(curve) == 4  # warm start + 2 evaluations
     # the trained agent inside the simulator (every decision validated) starts every job
     # when the greedy agent does in the fast episode loop it was trained on
-    weights = str(tmp_path / "a" / "sched2_dqn.safetensors")
+    weights = str(tiny_agent / "sched2_dqn.safetensors")
     workload = generate_sched2(seed=50, jobs=60, servers=2, gpus_per_server=4, interarrival=60.0)
     run = simulate(workload, Policy("dqn", options={"weights": weights}), record_events=False)
     table = job_table(run).set_index("job")
@@ -174,9 +197,11 @@ def test_training_is_deterministic_and_its_policy_passes_the_checks(tmp_path):
     np.testing.assert_allclose(_greedy_starts(net, workload), table.loc[ids, "start"])
 
 
-def test_numpy_forward_matches_torch(tmp_path):
-    _tiny_training(tmp_path, "w")
-    path = str(tmp_path / "w" / "sched2_dqn.safetensors")
+def test_numpy_forward_matches_torch(tiny_agent):
+    torch = _torch()
+    from dlsched.rl.dqn import JobQ
+
+    path = str(tiny_agent / "sched2_dqn.safetensors")
     network, window = load_network(path)
     assert window is None
     net = JobQ(8)
@@ -201,18 +226,13 @@ def test_shipped_agent_acts_on_any_cluster(servers, per_server, jobs):
     assert result.decision.placements and validate(snapshot, result.decision).ok
 
 
-TRACE_WORKLOADS = Path(__file__).resolve().parents[1] / "instances" / "workloads"
-
-
-@pytest.mark.parametrize("name", sorted(p.name for p in TRACE_WORKLOADS.glob("*.json.gz")
-                                        if p.name.startswith(("itp-", "philly-"))))
-def test_shipped_agent_acts_on_every_committed_trace(name):
-    head = trace_head(name)
-    table = job_table(simulate(head, Policy("dqn"), record_events=False))
-    assert len(table) == 150 and table["end"].notna().all()
+# the shipped agent on the head of every committed trace: tests/test_rl_priority.py
+# (test_shipped_policies_act_on_every_committed_trace, one read of each trace for both
+# shipped learned policies)
 
 
 def test_train_command_defaults_are_the_shipped_settings_and_retrain_identically(tmp_path):
+    _torch()
     from dlsched.cli import build_parser, main
     from dlsched.rl.sched2_cli import dqn_settings
 
