@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 
 import pytest
 
@@ -32,10 +33,17 @@ def write_spec(root, seeds=(0, 1)):
     return root
 
 
+@pytest.fixture(scope="module")
+def _built(tmp_path_factory):
+    """The two-instance suite, built once (its best known runs solve with CBC)."""
+    return build_suite(write_spec(tmp_path_factory.mktemp("lib") / "tiny"), jobs=1,
+                       progress=False).directory
+
+
 @pytest.fixture
-def suite(tmp_path):
-    """A freshly built two-instance suite."""
-    return build_suite(write_spec(tmp_path / "tiny"), jobs=1, progress=False)
+def suite(_built, tmp_path):
+    """A fresh copy of the built suite, for a test to tamper with."""
+    return load_manifest(shutil.copytree(_built, tmp_path / "tiny"))
 
 
 def test_gzip_file_reads_back_with_the_canonical_sha(tmp_path):
