@@ -147,12 +147,13 @@ def _old_fragmentation(w: Instance, table: pd.DataFrame, times: np.ndarray) -> n
 
 
 def _old_busy(w: Instance, table: pd.DataFrame, times: np.ndarray) -> np.ndarray:
+    held = [(r.start, r.end, r.gpus.split()) for r in table.itertuples()]  # read once
     out = []
     for t in times:
         busy = set()
-        for r in table.itertuples():
-            if r.start <= t < r.end:
-                busy.update(r.gpus.split())
+        for s, e, gpus in held:
+            if s <= t < e:
+                busy.update(gpus)
         out.append(len(busy))
     return np.array(out)
 
