@@ -157,27 +157,37 @@ class RunningGpus:
         Indices of the running jobs whose ``extra`` names ``node_cpu`` or ``node_ram_gb``.
     """
 
-    _FIELDS = attrgetter("gpu_util", "gpu_mem_gb", "cpu_per_gpu", "ram_gb_per_gpu")
+    _FIELDS = tuple(map(attrgetter, ("gpu_util", "gpu_mem_gb", "cpu_per_gpu",
+                                     "ram_gb_per_gpu")))
 
     def __init__(self, running: tuple[RunningJob, ...], gpu_index: Mapping[str, int]) -> None:
         self._running = running
-        self.gpu = np.array([gpu_index[g] for r in running for g in r.gpus], dtype=np.int64)
-        self.counts = np.array([len(r.gpus) for r in running], dtype=np.int64)
+        # C-level passes (map, chain, fromiter) over the running jobs: at thousands of
+        # running GPUs these arrays are most of what checking a snapshot costs
+        gpus = list(map(_GPUS, running))
+        self.counts = np.fromiter(map(len, gpus), dtype=np.int64, count=len(gpus))
+        self.gpu = np.fromiter(map(gpu_index.__getitem__, chain.from_iterable(gpus)),
+                               dtype=np.int64, count=int(self.counts.sum()))
         self.owner = np.repeat(np.arange(len(running), dtype=np.int64), self.counts)
-        self.node_extra = [i for i, r in enumerate(running)
-                           if r.extra and ("node_cpu" in r.extra or "node_ram_gb" in r.extra)]
-        self._per_job: np.ndarray | None = None
+        self.node_extra = ([i for i, r in enumerate(running)
+                            if r.extra and ("node_cpu" in r.extra or "node_ram_gb" in r.extra)]
+                           if any(map(_EXTRA, running)) else [])
+        self._per_job: list[np.ndarray | None] = [None] * 4
 
     def column(self, k: int) -> np.ndarray:
         """Per pair: its job's field ``k`` (0 = the job's index, 1 = gpu_util,
         2 = gpu_mem_gb, 3 = cpu_per_gpu, 4 = ram_gb_per_gpu)."""
         if k == 0:
             return self.owner
-        if self._per_job is None:
-            self._per_job = np.fromiter(chain.from_iterable(map(self._FIELDS, self._running)),
-                                        dtype=float, count=4 * len(self._running)
-                                        ).reshape(-1, 4)
-        return self._per_job[self.owner, k - 1]
+        per_job = self._per_job[k - 1]
+        if per_job is None:
+            per_job = self._per_job[k - 1] = np.fromiter(
+                map(self._FIELDS[k - 1], self._running), dtype=float, count=len(self._running))
+        return per_job[self.owner]
+
+
+_GPUS = attrgetter("gpus")
+_EXTRA = attrgetter("extra")
 
 
 # ---------------------------------------------------------------------- reading
