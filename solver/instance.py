@@ -106,13 +106,32 @@ class Instance:
     def idle_by_server(self) -> tuple[tuple[int, ...], ...]:
         """Per server (cluster order), its idle GPU indices (no running job) in ascending
         order."""
+        return tuple(map(tuple, self.idle_lists()))
+
+    def idle_lists(self) -> list[list[int]]:
+        """:attr:`idle_by_server` as new lists, which the caller may change."""
+        known = self.__dict__.get("idle_by_server")  # computed, or seeded by the simulator
+        if known is not None:
+            return list(map(list, known))
+        flat, ends, _ = self._idle_split
+        return list(map(flat.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+
+    @cached_property
+    def idle_counts(self) -> np.ndarray:
+        """Idle GPUs per server (cluster order), int64; read-only for callers."""
+        known = self.__dict__.get("idle_by_server")
+        if known is not None:
+            return np.fromiter(map(len, known), dtype=np.int64, count=len(known))
+        return self._idle_split[2]
+
+    @cached_property
+    def _idle_split(self) -> tuple[list[int], list[int], np.ndarray]:
         # GPU indices are contiguous per server (Cluster.gpus_of_node), so the idle ones
-        # split by each server's idle count.
+        # split by each server's idle count: (idle indices, each server's end in them,
+        # the counts)
         idle = np.flatnonzero(~self.gpu_busy)
-        ends = np.cumsum(np.bincount(self.cluster.gpu_node[idle],
-                                     minlength=self.cluster.num_nodes)).tolist()
-        flat = idle.tolist()
-        return tuple(tuple(flat[a:b]) for a, b in zip([0, *ends[:-1]], ends, strict=True))
+        counts = np.bincount(self.cluster.gpu_node[idle], minlength=self.cluster.num_nodes)
+        return idle.tolist(), np.cumsum(counts).tolist(), counts
 
     @cached_property
     def node_usage(self) -> tuple[np.ndarray, np.ndarray]:
