@@ -91,9 +91,20 @@ class Instance:
         # their GPUs would: the sums are bit-identical to it.
         rg, n = self.running_gpus, self.cluster.num_gpus
         if not rg.gpu.size:
-            return np.zeros(n), np.zeros(n)
-        return (np.bincount(rg.gpu, weights=rg.column(1), minlength=n),
-                np.bincount(rg.gpu, weights=rg.column(2), minlength=n))
+            return np.zeros(n), self.gpu_mem_used
+        return np.bincount(rg.gpu, weights=rg.column(1), minlength=n), self.gpu_mem_used
+
+    @cached_property
+    def gpu_mem_used(self) -> np.ndarray:
+        """``gpu_usage[1]`` (memory in GB in use on each GPU), without reading the running
+        jobs' utilization, which the checks and the validator do not need."""
+        known = self.__dict__.get("gpu_usage")  # computed, or seeded by the simulator
+        if known is not None:
+            return known[1]
+        rg, n = self.running_gpus, self.cluster.num_gpus
+        if not rg.gpu.size:
+            return np.zeros(n)
+        return np.bincount(rg.gpu, weights=rg.column(2), minlength=n)
 
     @cached_property
     def gpu_busy(self) -> np.ndarray:

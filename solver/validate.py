@@ -105,7 +105,7 @@ def _snapshot_violations(instance: Instance, decision: Decision,
     problem = get_problem(instance.problem)
     cluster = instance.cluster
     out: list[Violation] = []
-    util, mem_used = instance.gpu_usage
+    mem_used = instance.gpu_mem_used
     cpu_used, ram_used = instance.node_usage
     mem = mem_used.copy()
     cpu = cpu_used.copy()
