@@ -134,7 +134,8 @@ def _snapshot_violations(instance: Instance, decision: Decision,
             out.append(Violation("unknown_gpu", p.job, f"unknown GPU ids {unknown}"))
             ok_structure = False
             continue
-        if len(set(gpus)) != len(gpus):
+        twice = len(set(gpus)) != len(gpus)
+        if twice:
             out.append(Violation("demand", p.job, "a GPU is listed twice"))
             repeats = True
         if job.containers:
@@ -155,10 +156,16 @@ def _snapshot_violations(instance: Instance, decision: Decision,
             if not p.gpus:
                 out.append(Violation("demand", p.job, "placed on no GPU"))
             if len(gpus) > 4:  # np.add.at adds in index order: the loop's sums, vectorized
-                nodes = cluster.gpu_node[gpus]
-                np.add.at(mem, gpus, job.gpu_mem_gb or 0.0)
-                np.add.at(cpu, nodes, job.cpu_per_gpu)
-                np.add.at(ram, nodes, job.ram_gb_per_gpu)
+                # (a zero is not added: x + 0.0 is x; distinct GPUs take one addition each)
+                if job.gpu_mem_gb:
+                    if twice:
+                        np.add.at(mem, gpus, job.gpu_mem_gb)
+                    else:
+                        mem[gpus] += job.gpu_mem_gb
+                if job.cpu_per_gpu or job.ram_gb_per_gpu:
+                    nodes = cluster.gpu_node[gpus]
+                    np.add.at(cpu, nodes, job.cpu_per_gpu)
+                    np.add.at(ram, nodes, job.ram_gb_per_gpu)
             for g in gpus if len(gpus) <= 4 else ():
                 mem[g] += job.gpu_mem_gb or 0.0
                 node = cluster.gpu_node[g]

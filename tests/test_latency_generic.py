@@ -165,3 +165,13 @@ def test_validator_verdicts_on_random_decisions():
         got = [(v.kind, v.job) for v in validate(inst, Decision.of(placements)).violations
                if v.kind == "exclusive"]
         assert got == expected
+
+
+def test_validator_adds_a_wide_jobs_memory_once_per_listing():
+    # 2 servers x 4 GPUs of 8 GB; a needs 5 GPUs of 5 GB each
+    inst = _sched2([("a", 5, 5.0)], nodes=2)
+    spread = ("n0/g0", "n0/g1", "n0/g2", "n1/g0", "n1/g1")
+    assert _report(inst, Placement("a", spread)) == []
+    # n0/g0 listed twice: a demand fault, and 10 GB on an 8 GB GPU
+    assert _report(inst, Placement("a", ("n0/g0", *spread[1:4], "n0/g0"))) == [
+        ("demand", "a"), ("gpu_memory", "a")]
