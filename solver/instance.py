@@ -117,7 +117,9 @@ class Instance:
     def idle_by_server(self) -> tuple[tuple[int, ...], ...]:
         """Per server (cluster order), its idle GPU indices (no running job) in ascending
         order."""
-        return tuple(map(tuple, self.idle_lists()))
+        # one slice at a time, each freed as soon as its tuple is made (lazy maps)
+        flat, ends, _ = self._idle_split
+        return tuple(map(tuple, map(flat.__getitem__, map(slice, [0, *ends[:-1]], ends))))
 
     def idle_lists(self) -> list[list[int]]:
         """:attr:`idle_by_server` as new lists, which the caller may change."""
