@@ -117,9 +117,9 @@ class Instance:
     def idle_by_server(self) -> tuple[tuple[int, ...], ...]:
         """Per server (cluster order), its idle GPU indices (no running job) in ascending
         order."""
-        # one slice at a time, each freed as soon as its tuple is made (lazy maps)
         flat, ends, _ = self._idle_split
-        return tuple(map(tuple, map(flat.__getitem__, map(slice, [0, *ends[:-1]], ends))))
+        whole = tuple(flat)  # a tuple's slice is a tuple: one object per server
+        return tuple([whole[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)])
 
     def idle_lists(self) -> list[list[int]]:
         """:attr:`idle_by_server` as new lists, which the caller may change."""
@@ -127,7 +127,7 @@ class Instance:
         if known is not None:
             return list(map(list, known))
         flat, ends, _ = self._idle_split
-        return list(map(flat.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+        return [flat[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
     @cached_property
     def idle_counts(self) -> np.ndarray:
