@@ -33,7 +33,7 @@ from dlsched.decision import Decision, Placement
 from dlsched.errors import InputError
 from dlsched.instance import Instance
 from dlsched.jobs import Job
-from dlsched.method_support import fifo_can_start, free_gpus_by_server, heuristic_method
+from dlsched.method_support import fifo_can_start, heuristic_method
 from dlsched.problems.sched2 import locality_slowdown, parse_sched2_params, submitted_part
 from dlsched.registry import BOOL, MethodSpec, register_method
 from dlsched.result import MethodOutput, Status
@@ -52,13 +52,17 @@ def packing(free: list[list[int]], demand: int, counts: np.ndarray | None = None
     CPU or RAM share does not fit them all (:class:`ServerRoom`).
     """
     if counts is None:
-        counts = np.fromiter((len(f) for f in free), dtype=np.int64, count=len(free))
+        counts = np.fromiter(map(len, free), dtype=np.int64, count=len(free))
+    if demand > 0 and int(counts.max(initial=0)) >= demand:
+        # one server holds the job: the loop's first step, without its copy of counts
+        s = int(np.argmin(np.where(counts >= demand, counts, _NEVER)))
+        return free[s][:demand]
     if int(counts.sum()) < demand:
         return None
     chosen: list[int] = []
     need = demand
     left = counts.copy()
-    never = np.iinfo(np.int64).max
+    never = _NEVER
     while need > 0:
         fits = left >= need
         if fits.any():
@@ -77,6 +81,9 @@ def packing(free: list[list[int]], demand: int, counts: np.ndarray | None = None
     return chosen
 
 
+_NEVER = np.iinfo(np.int64).max
+
+
 class ServerRoom:
     """What is left on each server while one decision is built: idle GPUs (cluster order),
     CPU and RAM. On a server, a job may take at most the idle GPUs whose CPU and RAM shares
@@ -84,8 +91,8 @@ class ServerRoom:
     the nodes' limits that the validator checks."""
 
     def __init__(self, instance: Instance) -> None:
-        self.free = free_gpus_by_server(instance)
-        self.counts = np.fromiter(map(len, self.free), dtype=np.int64, count=len(self.free))
+        self.free = instance.idle_lists()  # = free_gpus_by_server(instance)
+        self.counts = instance.idle_counts.astype(np.int64)  # a copy: take() changes it
         cpu_used, ram_used = instance.node_usage
         self.cpu = instance.cluster.node_cpu - cpu_used
         self.ram = instance.cluster.node_ram_gb - ram_used

@@ -91,9 +91,20 @@ class Instance:
         # their GPUs would: the sums are bit-identical to it.
         rg, n = self.running_gpus, self.cluster.num_gpus
         if not rg.gpu.size:
-            return np.zeros(n), np.zeros(n)
-        return (np.bincount(rg.gpu, weights=rg.column(1), minlength=n),
-                np.bincount(rg.gpu, weights=rg.column(2), minlength=n))
+            return np.zeros(n), self.gpu_mem_used
+        return np.bincount(rg.gpu, weights=rg.column(1), minlength=n), self.gpu_mem_used
+
+    @cached_property
+    def gpu_mem_used(self) -> np.ndarray:
+        """``gpu_usage[1]`` (memory in GB in use on each GPU), without reading the running
+        jobs' utilization, which the checks and the validator do not need."""
+        known = self.__dict__.get("gpu_usage")  # computed, or seeded by the simulator
+        if known is not None:
+            return known[1]
+        rg, n = self.running_gpus, self.cluster.num_gpus
+        if not rg.gpu.size:
+            return np.zeros(n)
+        return np.bincount(rg.gpu, weights=rg.column(2), minlength=n)
 
     @cached_property
     def gpu_busy(self) -> np.ndarray:
@@ -106,13 +117,34 @@ class Instance:
     def idle_by_server(self) -> tuple[tuple[int, ...], ...]:
         """Per server (cluster order), its idle GPU indices (no running job) in ascending
         order."""
+        flat, ends, _ = self._idle_split
+        whole = tuple(flat)  # a tuple's slice is a tuple: one object per server
+        return tuple([whole[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)])
+
+    def idle_lists(self) -> list[list[int]]:
+        """:attr:`idle_by_server` as new lists, which the caller may change."""
+        known = self.__dict__.get("idle_by_server")  # computed, or seeded by the simulator
+        if known is not None:
+            return list(map(list, known))
+        flat, ends, _ = self._idle_split
+        return [flat[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+
+    @cached_property
+    def idle_counts(self) -> np.ndarray:
+        """Idle GPUs per server (cluster order), int64; read-only for callers."""
+        known = self.__dict__.get("idle_by_server")
+        if known is not None:
+            return np.fromiter(map(len, known), dtype=np.int64, count=len(known))
+        return self._idle_split[2]
+
+    @cached_property
+    def _idle_split(self) -> tuple[list[int], list[int], np.ndarray]:
         # GPU indices are contiguous per server (Cluster.gpus_of_node), so the idle ones
-        # split by each server's idle count.
+        # split by each server's idle count: (idle indices, each server's end in them,
+        # the counts)
         idle = np.flatnonzero(~self.gpu_busy)
-        ends = np.cumsum(np.bincount(self.cluster.gpu_node[idle],
-                                     minlength=self.cluster.num_nodes)).tolist()
-        flat = idle.tolist()
-        return tuple(tuple(flat[a:b]) for a, b in zip([0, *ends[:-1]], ends, strict=True))
+        counts = np.bincount(self.cluster.gpu_node[idle], minlength=self.cluster.num_nodes)
+        return idle.tolist(), np.cumsum(counts).tolist(), counts
 
     @cached_property
     def node_usage(self) -> tuple[np.ndarray, np.ndarray]:
@@ -157,27 +189,37 @@ class RunningGpus:
         Indices of the running jobs whose ``extra`` names ``node_cpu`` or ``node_ram_gb``.
     """
 
-    _FIELDS = attrgetter("gpu_util", "gpu_mem_gb", "cpu_per_gpu", "ram_gb_per_gpu")
+    _FIELDS = tuple(map(attrgetter, ("gpu_util", "gpu_mem_gb", "cpu_per_gpu",
+                                     "ram_gb_per_gpu")))
 
     def __init__(self, running: tuple[RunningJob, ...], gpu_index: Mapping[str, int]) -> None:
         self._running = running
-        self.gpu = np.array([gpu_index[g] for r in running for g in r.gpus], dtype=np.int64)
-        self.counts = np.array([len(r.gpus) for r in running], dtype=np.int64)
+        # C-level passes (map, chain, fromiter) over the running jobs: at thousands of
+        # running GPUs these arrays are most of what checking a snapshot costs
+        gpus = list(map(_GPUS, running))
+        self.counts = np.fromiter(map(len, gpus), dtype=np.int64, count=len(gpus))
+        self.gpu = np.fromiter(map(gpu_index.__getitem__, chain.from_iterable(gpus)),
+                               dtype=np.int64, count=int(self.counts.sum()))
         self.owner = np.repeat(np.arange(len(running), dtype=np.int64), self.counts)
-        self.node_extra = [i for i, r in enumerate(running)
-                           if r.extra and ("node_cpu" in r.extra or "node_ram_gb" in r.extra)]
-        self._per_job: np.ndarray | None = None
+        self.node_extra = ([i for i, r in enumerate(running)
+                            if r.extra and ("node_cpu" in r.extra or "node_ram_gb" in r.extra)]
+                           if any(map(_EXTRA, running)) else [])
+        self._per_job: list[np.ndarray | None] = [None] * 4
 
     def column(self, k: int) -> np.ndarray:
         """Per pair: its job's field ``k`` (0 = the job's index, 1 = gpu_util,
         2 = gpu_mem_gb, 3 = cpu_per_gpu, 4 = ram_gb_per_gpu)."""
         if k == 0:
             return self.owner
-        if self._per_job is None:
-            self._per_job = np.fromiter(chain.from_iterable(map(self._FIELDS, self._running)),
-                                        dtype=float, count=4 * len(self._running)
-                                        ).reshape(-1, 4)
-        return self._per_job[self.owner, k - 1]
+        per_job = self._per_job[k - 1]
+        if per_job is None:
+            per_job = self._per_job[k - 1] = np.fromiter(
+                map(self._FIELDS[k - 1], self._running), dtype=float, count=len(self._running))
+        return per_job[self.owner]
+
+
+_GPUS = attrgetter("gpus")
+_EXTRA = attrgetter("extra")
 
 
 # ---------------------------------------------------------------------- reading

@@ -81,7 +81,7 @@ def _check_references(instance: Instance) -> None:
             )
     if not _running_references_ok(instance):
         _raise_running_reference(instance)
-    util, mem = instance.gpu_usage
+    mem = instance.gpu_mem_used
     over = np.flatnonzero(mem > instance.cluster.gpu_mem_gb + 1e-9)
     if over.size:
         g = instance.cluster.gpu_ids[over[0]]

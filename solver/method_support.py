@@ -28,7 +28,7 @@ def free_gpus_by_server(instance: Instance) -> list[list[int]]:
     list of list of int
         Per server (cluster order), its idle GPU indices in ascending order.
     """
-    return [list(gpus) for gpus in instance.idle_by_server]
+    return list(map(list, instance.idle_by_server))
 
 
 def decision_from_indices(

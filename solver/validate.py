@@ -7,6 +7,7 @@ with any model or heuristic.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -104,12 +105,16 @@ def _snapshot_violations(instance: Instance, decision: Decision,
     problem = get_problem(instance.problem)
     cluster = instance.cluster
     out: list[Violation] = []
-    util, mem_used = instance.gpu_usage
+    mem_used = instance.gpu_mem_used
     cpu_used, ram_used = instance.node_usage
     mem = mem_used.copy()
     cpu = cpu_used.copy()
     ram = ram_used.copy()
-    holders: dict[int, list[str]] = {}  # GPU index -> placed jobs on it (touched GPUs only)
+    # (job, its GPU indices) per placement that got through the per-placement rules; the
+    # GPUs' holders (GPU index -> placed jobs on it) are built from it only when needed
+    held: list[tuple[str, list[int]]] = []
+    repeats = False  # some placement lists a GPU twice
+    index = cluster.gpu_index
     seen: set[str] = set()
     ok_structure = True
     for p in decision.placements:
@@ -123,14 +128,16 @@ def _snapshot_violations(instance: Instance, decision: Decision,
             continue
         seen.add(p.job)
         job = instance.job(p.job)
-        unknown = [g for g in p.gpus if g not in cluster.gpu_index]
+        gpus = list(map(index.get, p.gpus))
+        unknown = [g for g in p.gpus if g not in index] if None in gpus else ()
         if unknown:
             out.append(Violation("unknown_gpu", p.job, f"unknown GPU ids {unknown}"))
             ok_structure = False
             continue
-        if len(set(p.gpus)) != len(p.gpus):
+        twice = len(set(gpus)) != len(gpus)
+        if twice:
             out.append(Violation("demand", p.job, "a GPU is listed twice"))
-        gpus = [cluster.gpu_index[g] for g in p.gpus]
+            repeats = True
         if job.containers:
             loads = _container_loads(instance, job, p, out)
             if loads is None:
@@ -149,19 +156,25 @@ def _snapshot_violations(instance: Instance, decision: Decision,
             if not p.gpus:
                 out.append(Violation("demand", p.job, "placed on no GPU"))
             if len(gpus) > 4:  # np.add.at adds in index order: the loop's sums, vectorized
-                nodes = cluster.gpu_node[gpus]
-                np.add.at(mem, gpus, job.gpu_mem_gb or 0.0)
-                np.add.at(cpu, nodes, job.cpu_per_gpu)
-                np.add.at(ram, nodes, job.ram_gb_per_gpu)
+                # (a zero is not added: x + 0.0 is x; distinct GPUs take one addition each)
+                if job.gpu_mem_gb:
+                    if twice:
+                        np.add.at(mem, gpus, job.gpu_mem_gb)
+                    else:
+                        mem[gpus] += job.gpu_mem_gb
+                if job.cpu_per_gpu or job.ram_gb_per_gpu:
+                    nodes = cluster.gpu_node[gpus]
+                    np.add.at(cpu, nodes, job.cpu_per_gpu)
+                    np.add.at(ram, nodes, job.ram_gb_per_gpu)
             for g in gpus if len(gpus) <= 4 else ():
                 mem[g] += job.gpu_mem_gb or 0.0
                 node = cluster.gpu_node[g]
                 cpu[node] += job.cpu_per_gpu
                 ram[node] += job.ram_gb_per_gpu
-        for g in set(gpus):
-            holders.setdefault(g, []).append(p.job)
+        held.append((p.job, gpus))
 
     over = np.flatnonzero(mem > cluster.gpu_mem_gb + TOL)
+    holders = _holders(held) if over.size else {}
     for g in over:
         out.append(
             Violation(
@@ -180,6 +193,8 @@ def _snapshot_violations(instance: Instance, decision: Decision,
             )
     if problem.exclusive_gpus:
         busy = instance.gpu_busy
+        if not holders and held and (repeats or _maybe_shared(held, busy)):
+            holders = _holders(held)
         for g in sorted(holders):  # GPU order; untouched GPUs cannot be shared
             jobs = holders[g]
             if len(jobs) > 1 or (jobs and busy[g]):
@@ -269,6 +284,25 @@ def _number_violations(decision: Decision) -> list[Violation]:
                 out.append(Violation("number", str(p.job), f"{name} = {value!r} is not a finite "
                                      f"number within ±{MAX_TIME:g}"))
     return out
+
+
+def _holders(held: list[tuple[str, list[int]]]) -> dict[int, list[str]]:
+    """GPU index -> the placed jobs on it, in placement order (touched GPUs only)."""
+    holders: dict[int, list[str]] = {}
+    for job, gpus in held:
+        for g in set(gpus):
+            holders.setdefault(g, []).append(job)
+    return holders
+
+
+def _maybe_shared(held: list[tuple[str, list[int]]], busy: np.ndarray) -> bool:
+    """Whether a GPU is placed twice or is busy, in a few array steps (the placements
+    list each GPU once; the exclusivity loop then names the GPUs only when one is)."""
+    touched = np.fromiter(chain.from_iterable(gpus for _, gpus in held), dtype=np.int64)
+    if busy[touched].any():
+        return True
+    touched.sort()
+    return bool((touched[1:] == touched[:-1]).any())
 
 
 def _first(jobs: list[str]) -> str | None:

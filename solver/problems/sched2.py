@@ -42,6 +42,7 @@ import numpy as np
 
 from ..errors import InputError
 from .base import Problem, Violation, register_problem
+from .params_cache import kept_per_object
 from .rates import GroupLocality, register_locality
 
 if TYPE_CHECKING:
@@ -72,11 +73,23 @@ SENSITIVITY: dict[str, float] = {
 
 def remote_peer_share(counts: Sequence[int] | np.ndarray) -> float:
     """Share c of a job's GPU peers that sit on another server (0 for one GPU)."""
-    counts = np.asarray(counts, dtype=float)
-    n = counts.sum()
+    values = counts.tolist() if isinstance(counts, np.ndarray) else list(counts)
+    if all(type(v) is int for v in values) and sum(values) < _EXACT:
+        # integers below 2**26: every sum and product below is exact in float64 too, and
+        # int / int rounds as the float division does, so these are numpy's numbers
+        n = sum(values)
+        if n <= 1:
+            return 0.0
+        return 1.0 - sum(v * (v - 1) for v in values) / (n * (n - 1))
+    array = np.asarray(values, dtype=float)
+    n = array.sum()
     if n <= 1:
         return 0.0
-    return float(1.0 - (counts * (counts - 1)).sum() / (n * (n - 1)))
+    return float(1.0 - (array * (array - 1)).sum() / (n * (n - 1)))
+
+
+_EXACT = 2**26
+"""Below this many GPUs, n (n - 1) is an integer that float64 holds exactly."""
 
 
 def locality_slowdown(sensitivity: float, counts: Sequence[int] | np.ndarray) -> float:
@@ -115,8 +128,10 @@ class Sched2Params:
         return self.locality[model if model is not None else "insensitive"]
 
 
+@kept_per_object
 def parse_sched2_params(params: Mapping[str, Any]) -> Sched2Params:
-    """Validate the ``params`` object of a SCHED² instance."""
+    """Validate the ``params`` object of a SCHED² instance (kept per params object:
+    :func:`~dlsched.problems.params_cache.kept_per_object`; callers only read it)."""
     for key in params:
         if key != "locality":
             raise InputError(f"unknown parameter {key!r}", field=f"params.{key}",
@@ -159,8 +174,13 @@ def placement_counts(instance: Instance, gpu_ids: Sequence[str]) -> np.ndarray:
     """GPUs per locality group (only groups used) of a placement given by GPU ids: the
     server, unless the topology graph's ``locality_level`` names another level."""
     c = instance.cluster
-    groups = c.gpu_locality_group[[c.gpu_index[g] for g in gpu_ids]]
-    return np.unique(groups, return_counts=True)[1]
+    groups = c.gpu_locality_group[[c.gpu_index[g] for g in gpu_ids]].tolist()
+    # np.unique(groups, return_counts=True)[1], counted in a dict: a placement has a few
+    # GPUs, for which numpy's sort costs ~20x more
+    per_group: dict[int, int] = {}
+    for k in groups:
+        per_group[k] = per_group.get(k, 0) + 1
+    return np.array([per_group[k] for k in sorted(per_group)], dtype=np.intp)
 
 
 # ------------------------------------------------------------------- snapshot bound
