@@ -51,3 +51,58 @@ def entrant_dir():
     path = readable_dir()
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+# The tests that take longest (CPU seconds, or waiting on processes they start), longest
+# first, as "FILE::FUNCTION" (every parameter of it). They run before the others so that
+# under xdist (`pytest -n 2`) no worker starts one as its last test while the other worker
+# has nothing left: the suite's tail is then short tests. Only the order changes, never
+# what runs. tests/test_test_order.py fails when an entry names no test any more, and an
+# unlisted slow test only costs wall time, so a rename cannot break anything silently.
+LONG_FIRST = (
+    "test_reproduce.py::test_reproduce_quick_json_rows_are_smoke",
+    "test_bench_scripts.py::test_sched2_rl_tiny",
+    "test_report_page.py::test_report_html_page_renders_every_table_and_profile",
+    "test_inference_pg_bench.py::test_tiny_run_prints_tables_and_the_target_figures",
+    "test_readme_types.py::test_readme_python_snippets_pass_mypy_strict",
+    "test_compete_runner.py::test_the_docs_commands_run_from_the_repository_root_with_the_"
+    "default_output",
+    "test_compete_runner.py::test_bad_solvers_score_zero_with_reasons",
+    "test_interrupt.py::test_ctrl_c_at_any_moment_is_exit_130_and_one_line",
+    "test_interrupt.py::test_ctrl_c_during_a_benchmark",
+    "test_examples.py::test_scheduler_loop_states_its_fallback",
+    "test_examples.py::test_compare_methods_writes_profiles",
+    "test_examples.py::test_competition_with_an_external_solver",
+    "test_examples.py::test_maskable_ppo_trains_on_the_registered_environment",
+    "test_inference_exact.py::test_exact_returns_its_warm_start_when_cp_sat_finds_nothing_in_"
+    "time",
+    "test_inference_exact.py::test_lagrange_without_time_limit_is_reproducible",
+    "test_work_limits.py::test_a_work_limit_gives_the_same_answer_every_time",
+    "test_inference_pg.py::test_training_gives_the_same_tensors_on_a_machine_without_avx",
+    "test_report_columns.py::test_printed_text",
+    "test_report_page.py::test_compete_writes_a_page_with_the_leaderboard",
+    "test_horus_patterns.py::test_patterns_match_brute_force",
+    "test_input_limits.py::test_a_gzip_bomb_is_refused_before_it_fills_memory",
+    "test_packaging.py::test_wheel_installs_only_dlsched",
+    "test_compete_runner.py::test_callable_entrant_runs_in_a_subprocess",
+    "test_hostile.py::test_hostile_solver",
+    "test_fuzz.py::test_instance_mutants",
+    "test_offline_exact.py::test_genie_workload_matches_brute_force",
+    "test_offline_exact.py::test_branch_and_bound_proves_genie_on_a_fine_grid",
+)
+_LONG_RANK = {name: rank for rank, name in enumerate(LONG_FIRST)}
+
+
+def long_first_rank(nodeid: str) -> int:
+    """The place of a test (its pytest node id) in :data:`LONG_FIRST`; after them all
+    when it is not listed."""
+    path, _, rest = nodeid.partition("::")
+    key = f"{path.rsplit('/', 1)[-1]}::{rest.split('[', 1)[0]}"
+    return _LONG_RANK.get(key, len(LONG_FIRST))
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own reordering and -k / -m selection
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # a stable sort: the unlisted tests keep their order (and xdist workers, each sorting
+    # the same collection, agree on it)
+    items.sort(key=lambda item: long_first_rank(item.nodeid))
