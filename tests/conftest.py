@@ -54,11 +54,12 @@ def entrant_dir():
 
 
 # The tests that take longest (CPU seconds, or waiting on processes they start), longest
-# first, as "FILE::FUNCTION" (every parameter of it). They run before the others so that
-# under xdist (`pytest -n 2`) no worker starts one as its last test while the other worker
-# has nothing left: the suite's tail is then short tests. Only the order changes, never
-# what runs. tests/test_test_order.py fails when an entry names no test any more, and an
-# unlisted slow test only costs wall time, so a rename cannot break anything silently.
+# first, as "FILE::FUNCTION". Their modules run before the others, whole and in their own
+# order (a module's fixtures are then built once, as before), in the order of their first
+# entry here: under xdist (`pytest -n 2`) no worker starts a long test as its last one
+# while the other worker has nothing left, so the suite's tail is short tests. Only the
+# order changes, never what runs. tests/test_test_order.py fails when an entry names no
+# test any more; an unlisted slow test only costs wall time.
 LONG_FIRST = (
     "test_reproduce.py::test_reproduce_quick_json_rows_are_smoke",
     "test_bench_scripts.py::test_sched2_rl_tiny",
@@ -90,19 +91,19 @@ LONG_FIRST = (
     "test_offline_exact.py::test_genie_workload_matches_brute_force",
     "test_offline_exact.py::test_branch_and_bound_proves_genie_on_a_fine_grid",
 )
-_LONG_RANK = {name: rank for rank, name in enumerate(LONG_FIRST)}
+_LONG_RANK: dict[str, int] = {}
+for _rank, _entry in enumerate(LONG_FIRST):
+    _LONG_RANK.setdefault(_entry.partition("::")[0], _rank)
 
 
 def long_first_rank(nodeid: str) -> int:
-    """The place of a test (its pytest node id) in :data:`LONG_FIRST`; after them all
-    when it is not listed."""
-    path, _, rest = nodeid.partition("::")
-    key = f"{path.rsplit('/', 1)[-1]}::{rest.split('[', 1)[0]}"
-    return _LONG_RANK.get(key, len(LONG_FIRST))
+    """The place of a test's module (from its pytest node id) in :data:`LONG_FIRST`: the
+    rank of the module's first entry; after them all when none of its tests is listed."""
+    return _LONG_RANK.get(nodeid.partition("::")[0].rsplit("/", 1)[-1], len(LONG_FIRST))
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own reordering and -k / -m selection
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # a stable sort: the unlisted tests keep their order (and xdist workers, each sorting
-    # the same collection, agree on it)
+    # a stable sort: the tests of a module keep their order, the unlisted modules theirs
+    # (and xdist workers, each sorting the same collection, agree on it)
     items.sort(key=lambda item: long_first_rank(item.nodeid))

@@ -1,5 +1,6 @@
-"""conftest's LONG_FIRST (the long tests run first, for a short xdist tail) names tests
-that exist: a renamed or moved test fails here instead of silently losing its place."""
+"""conftest's LONG_FIRST (the modules of the long tests run first, for a short xdist
+tail) names tests that exist: a renamed or moved test fails here instead of silently
+losing its place."""
 
 from __future__ import annotations
 
@@ -23,8 +24,10 @@ def test_every_long_first_entry_names_a_test_function():
         assert name in names, f"conftest.LONG_FIRST: {entry}: no test {name} in {file}"
 
 
-def test_rank_reads_the_node_id_without_its_parameters():
-    first = LONG_FIRST[0]
-    assert long_first_rank(f"tests/{first}[horus]") == 0
-    assert long_first_rank(f"tests/{first}") == 0
+def test_rank_is_the_modules_first_entry():
+    first = LONG_FIRST[0].partition("::")[0]
+    assert long_first_rank(f"tests/{first}::test_anything[horus]") == 0
+    later = next(k for k, e in enumerate(LONG_FIRST) if e.startswith("test_compete_runner"))
+    assert all(long_first_rank(f"tests/{e}") == later for e in LONG_FIRST
+               if e.startswith("test_compete_runner.py::"))
     assert long_first_rank("tests/test_x.py::test_unlisted[1]") == len(LONG_FIRST)
