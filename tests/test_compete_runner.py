@@ -255,11 +255,12 @@ def test_the_docs_commands_run_from_the_repository_root_with_the_default_output(
 
 
 def test_a_competition_where_every_entrant_fails_exits_non_zero(tmp_path, monkeypatch, capsys):
-    code, err = _as_a_user(["compete", "--suite", "quick", "--no-progress", "--no-plots",
-                            "--output", "out",
+    _quick_two(tmp_path / "lib")  # the quick suite cut to two instances: two runs, not 16
+    code, err = _as_a_user(["compete", "--suite", "quick", "--library", str(tmp_path / "lib"),
+                            "--no-progress", "--no-plots", "--output", "out",
                             "--solver", "./no-such-solver {instance} {solution}"], tmp_path,
                            monkeypatch, capsys)
     assert code == 1
     assert "no entrant wrote a valid solution" in err
     board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
-    assert board["valid"].tolist() == [0] and "crash 16" in board["failures"].iloc[0]
+    assert board["valid"].tolist() == [0] and "crash 2" in board["failures"].iloc[0]
