@@ -9,7 +9,6 @@ import json
 import multiprocessing
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from dlsched.benchmarks.build import build_suite
 from dlsched.benchmarks.library import Offer, load_manifest
 from dlsched.benchmarks.results_table import COLUMNS, TableWriter, read_table
 from dlsched.benchmarks.runner import store_best
+from dlsched.cli import main
 
 WRITERS, ROWS = 4, 8
 
@@ -71,24 +71,38 @@ def suite(tmp_path_factory):
     return root
 
 
-def _dlsched(*argv: str) -> subprocess.Popen:
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return subprocess.Popen(["dlsched", *argv], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+def _main_into(argv: list[str], err: str) -> None:
+    """``dlsched ARGV`` in this (forked) process, its stderr into the file ``err``."""
+    with open(err, "w", encoding="utf-8") as fh:
+        os.dup2(fh.fileno(), 2)
+        sys.stderr = fh  # pytest's capture had replaced it
+        code = main(argv)
+    sys.exit(code)
 
 
-def _both(a: subprocess.Popen, b: subprocess.Popen) -> None:
-    for p in (a, b):
-        _, err = p.communicate(timeout=600)
-        assert p.returncode == 0, err
+def _dlsched(err: Path, *argv: str) -> tuple[multiprocessing.Process, Path]:
+    """``dlsched ARGV`` started in a process of its own, forked from this one: a separate
+    process as a second command would be, without a fresh interpreter importing the
+    package (~0.8 CPU-s each); its stderr goes to the file ``err``."""
+    proc = multiprocessing.get_context("fork").Process(target=_main_into,
+                                                       args=(list(argv), str(err)))
+    proc.start()
+    return proc, err
+
+
+def _both(a: tuple[multiprocessing.Process, Path], b: tuple[multiprocessing.Process, Path]
+          ) -> None:
+    for proc, err in (a, b):
+        proc.join(timeout=600)
+        assert proc.exitcode == 0, err.read_text() if err.exists() else "no stderr file"
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_two_benchmarks_into_one_table_keep_both(suite, tmp_path, suffix):
     out = tmp_path / f"r{suffix}"
-    runs = [_dlsched("bench", "--suite", str(suite), "--methods", method, "--jobs", "1",
-                     "--no-progress", "--output", str(out)) for method in ("greedy", "obp")]
+    runs = [_dlsched(tmp_path / f"{method}.err", "bench", "--suite", str(suite), "--methods",
+                     method, "--jobs", "1", "--no-progress", "--output", str(out))
+            for method in ("greedy", "obp")]
     _both(*runs)
     table = read_table(out)
     assert sorted(table["method"]) == ["greedy"] * 3 + ["obp"] * 3
@@ -102,9 +116,10 @@ def test_two_competitions_into_one_folder_keep_both(suite, tmp_path):
                           'printf \'{"format_version": 1, "instance_sha256": "%s", '
                           '"placements": []}\' "$sha" > "$2"\n')
         out = tmp_path / "c"
-        runs = [_dlsched("compete", "--suite", str(suite), "--no-progress", "--time-limit",
-                         "30", "--solver", f"/bin/sh {script} {{instance}} {{solution}}",
-                         "--name", name, "--output", str(out), "--no-plots")
+        runs = [_dlsched(tmp_path / f"{name}.err", "compete", "--suite", str(suite),
+                         "--no-progress", "--time-limit", "30", "--solver",
+                         f"/bin/sh {script} {{instance}} {{solution}}", "--name", name,
+                         "--output", str(out), "--no-plots")
                 for name in ("one", "two")]
         _both(*runs)
     finally:

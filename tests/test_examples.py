@@ -22,7 +22,7 @@ def run_here(script: str, *args: str, monkeypatch, capsys) -> str:
     """The script as ``python SCRIPT ARGS`` runs it (``__main__``, its argv; its exit
     status must be 0), in this process: a subprocess would spend most of its CPU importing
     what this process has long imported (dlsched, pandas, matplotlib; torch and
-    torch._dynamo). ``scheduler_loop.py`` still runs as a process of its own."""
+    torch._dynamo). ``scheduler_loop.py`` also runs once as a process of its own."""
     monkeypatch.setattr(sys, "argv", [str(EXAMPLES / script), *args])
     capsys.readouterr()
     try:
@@ -41,10 +41,13 @@ def test_compare_methods_writes_profiles(tmp_path, monkeypatch, capsys):
         assert (tmp_path / "report" / name).stat().st_size > 0
 
 
-def test_scheduler_loop_states_its_fallback():
+def test_scheduler_loop_states_its_fallback(monkeypatch, capsys):
     # 1 ms is too short for the exact model to return a placement: the loop must fall back
-    out = run("scheduler_loop.py", "--events", "1", "--time-limit", "0.001", "--nodes", "1")
+    # (in this process: an interpreter less)
+    out = run_here("scheduler_loop.py", "--events", "1", "--time-limit", "0.001", "--nodes",
+                   "1", monkeypatch=monkeypatch, capsys=capsys)
     assert "by greedy: fallback" in out and "valid=True" in out
+    # as a user types it: python SCRIPT, a process of its own
     out = run("scheduler_loop.py", "--events", "1", "--time-limit", "20", "--nodes", "1")
     assert "by exact" in out and "valid=True" in out
 

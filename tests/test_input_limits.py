@@ -41,11 +41,11 @@ def test_an_instance_with_a_duplicate_key_fails_on_the_command_line(tmp_path, ca
 
 def test_a_gzip_bomb_is_refused_before_it_fills_memory(tmp_path):
     bomb = tmp_path / "bomb.json.gz"
-    with gzip.open(bomb, "wb", compresslevel=9) as fh:  # ~300 MB of zeros in ~300 KB
-        fh.write(b'{"a": "')
-        for _ in range(300):
-            fh.write(b"0" * 2**20)
-        fh.write(b'"}')
+    # ~300 MB of zeros in ~300 KB: one 1-MiB member compressed once and repeated (a gzip
+    # file may hold several members, read as one stream), not 300 MB compressed here
+    mib = gzip.compress(b"0" * 2**20, compresslevel=9, mtime=0)
+    bomb.write_bytes(gzip.compress(b'{"a": "', mtime=0) + mib * 300
+                     + gzip.compress(b'"}', mtime=0))
     code = ("import resource, sys\nfrom dlsched.files import read_json\n"
             "from dlsched.errors import InputError\n"
             "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"

@@ -50,34 +50,49 @@ def _mypy(files: list[Path], tree: Path, cache: Path) -> subprocess.CompletedPro
         capture_output=True, text=True, env=env, cwd=files[0].parent, check=False)
 
 
+# passing a result's optional decision unguarded, the README's former line: an error mypy
+# must find through dlsched's annotations (so the check of the snippets is not empty)
+UNGUARDED = ("from dlsched import load_instance, solve, validate\n"
+             "instance = load_instance('snapshot.json')\n"
+             "result = solve(instance, method='greedy')\n"
+             "assert validate(instance, result.decision).ok\n")
+
+
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> tuple[Path, Path]:
-    """The link tree and one mypy cache for both tests: the second reads the package's and
-    the standard library's analysis from the first's cache (the verdicts are mypy's)."""
+def checked(tmp_path_factory) -> tuple[list[Path], Path, subprocess.CompletedProcess[str]]:
+    """One mypy run (a process, the package's analysis done once) over the README's
+    snippets and the unguarded file: the snippets' paths, the unguarded one's, the run."""
     root = tmp_path_factory.mktemp("mypy")
-    return _link_tree(root / "site"), root / "cache"
-
-
-def test_readme_python_snippets_pass_mypy_strict(tmp_path, site):
     snippets = _snippets()
     assert snippets, "the README has no ```python block"
+    src = root / "src"
+    src.mkdir()
     files = []
     for i, code in enumerate(snippets):
-        path = tmp_path / f"readme_snippet_{i}.py"
+        path = src / f"readme_snippet_{i}.py"
         path.write_text(code, encoding="utf-8")
         files.append(path)
-    run = _mypy(files, *site)
-    assert run.returncode == 0, run.stdout + run.stderr
+    unguarded = src / "unguarded.py"
+    unguarded.write_text(UNGUARDED, encoding="utf-8")
+    run = _mypy([*files, unguarded], _link_tree(root / "site"), root / "cache")
+    return files, unguarded, run
 
 
-def test_mypy_sees_the_package_types(tmp_path, site):
-    # the check above is not empty: passing a result's optional decision unguarded, the
-    # README's former line, is an error mypy finds through dlsched's annotations
-    path = tmp_path / "unguarded.py"
-    path.write_text("from dlsched import load_instance, solve, validate\n"
-                    "instance = load_instance('snapshot.json')\n"
-                    "result = solve(instance, method='greedy')\n"
-                    "assert validate(instance, result.decision).ok\n", encoding="utf-8")
-    run = _mypy([path], *site)
-    assert run.returncode == 1
-    assert 'has incompatible type "Decision | None"; expected "Decision"' in run.stdout
+def _errors_in(run: subprocess.CompletedProcess[str], path: Path) -> list[str]:
+    return [line for line in run.stdout.splitlines() if line.startswith(path.name + ":")]
+
+
+def test_readme_python_snippets_pass_mypy_strict(checked):
+    files, unguarded, run = checked
+    assert run.returncode in (0, 1), run.stdout + run.stderr  # 2: mypy itself failed
+    assert [line for line in run.stdout.splitlines()
+            if not line.startswith(unguarded.name + ":")] == [], run.stdout + run.stderr
+    assert all(_errors_in(run, f) == [] for f in files)
+
+
+def test_mypy_sees_the_package_types(checked):
+    _, unguarded, run = checked
+    assert run.returncode == 1, run.stdout + run.stderr
+    errors = _errors_in(run, unguarded)
+    assert any('has incompatible type "Decision | None"; expected "Decision"' in line
+               for line in errors), run.stdout

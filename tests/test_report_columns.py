@@ -99,9 +99,12 @@ def test_printed_text(table, tmp_path):
     assert exact["max time s"] == "10.660"
     assert "crosses zero" in liquid and "lexicographic" in genie
     assert "peak" not in text.lower()
-    md = write_report(table, tmp_path, plots=True)
+    md = write_report(table, tmp_path, plots=False)
     assert "peak memory is not shown" in md.lower()
-    assert (tmp_path / "profile-gap-hand-liquid-10s.png").stat().st_size > 0
+    # the absolute-gap profile drawn (one group's two images, not all three groups': the
+    # drawing was most of this test's CPU; test_report_page draws genie's and horus')
+    write_report(table[table["problem"] == "liquid"], tmp_path / "liquid", plots=True)
+    assert (tmp_path / "liquid" / "profile-gap-hand-liquid-10s.png").stat().st_size > 0
     for value in summarize(table).filter(like="gap %").to_numpy().ravel():
         assert math.isnan(value) or value <= 100.0
 

@@ -116,7 +116,7 @@ def test_report_html_page_renders_every_table_and_profile(tmp_path, monkeypatch,
 def suite(tmp_path_factory):
     root = tmp_path_factory.mktemp("lib") / "two"
     root.mkdir()
-    spec = {"name": "two", "best_known": {"runs": [{"method": "exact", "backend": "cbc"}]},
+    spec = {"name": "two", "best_known": {"runs": [{"method": "greedy"}]},
             "instances": [{"name": "h", "generator": "horus", "seeds": [0, 1],
                            "arguments": {"nodes": 2, "gpus_per_node": 4, "beta": 4,
                                          "busy": 0.5}}]}
@@ -125,18 +125,32 @@ def suite(tmp_path_factory):
     return root
 
 
-def test_compete_writes_a_page_with_the_leaderboard(suite, tmp_path, monkeypatch):
-    solve = f"{sys.executable} -m dlsched.cli solve {{instance}} --method"
+# two entrants that need no dlsched (a process each, not an interpreter importing the
+# package): one leaves every job waiting (valid, a score below 1), one writes garbage
+ENTRANTS = {
+    "waits": "import json, sys\n"
+             "doc = json.load(open(sys.argv[1]))\n"
+             "json.dump({'format_version': 1, 'instance_sha256': doc['sha256'],\n"
+             "           'placements': []}, open(sys.argv[2], 'w'))\n",
+    "garbage": "import sys\nopen(sys.argv[2], 'w').write('not JSON')\n",
+}
+
+
+def test_compete_writes_a_page_with_the_leaderboard(suite, tmp_path, entrant_dir, monkeypatch):
+    argv = ["compete", "--suite", str(suite), "--time-limit", "20", "--no-progress",
+            "--output", "out"]
+    for name, body in ENTRANTS.items():
+        (entrant_dir / f"{name}.py").write_text(body)
+        argv += ["--solver", f"{sys.executable} {entrant_dir / name}.py {{instance}} "
+                 "{solution}", "--name", name]
     monkeypatch.chdir(tmp_path)
-    assert main(["compete", "--suite", str(suite), "--time-limit", "20", "--no-progress",
-                 "--solver", f"{solve} greedy -o {{solution}}", "--name", "greedy",
-                 "--solver", f"{solve} fifo -o {{solution}}", "--name", "fifo",
-                 "--output", "out"]) == 0
+    assert main(argv) == 0
     page = tmp_path / "out" / "index.html"
     self_contained(page.read_text(encoding="utf-8"))
     dom = rendered(page, tmp_path, "compete-page.png")
     assert caption_rows(dom, "leaderboard") == 2
     board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
+    assert sorted(board["valid"]) == [0, 2]
     for entrant, total in zip(board["entrant"], board["total score"], strict=True):
         assert re.search(rf'<td class="text">{entrant}</td>.*?{total:.4g}', dom, re.DOTALL)
     assert caption_rows(dom, "runs-two-horus-20s") == 4  # 2 entrants × 2 instances
