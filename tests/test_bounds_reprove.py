@@ -28,9 +28,11 @@ def test_cbc_no_bound_is_none(text):
     assert _cbc_bound(f"Lower bound: {text}\n") is None
 
 
-@pytest.mark.parametrize("name", ["liquid-20n-s1", "liquid-20n-s2", "liquid-15n-s0"])
-def test_a_cbc_bound_never_passes_the_optimum_highs_proves(name):
-    inst = load_manifest("paper").load(name)
+def test_a_cbc_bound_never_passes_the_optimum_highs_proves():
+    # liquid-20n-s1: the batch whose CBC bound, printed rounded, once passed the optimum
+    # (liquid-20n-s2 and liquid-15n-s0 repeated the check at ~1.2 CPU-s each; the rounding
+    # rule itself is checked on every printed form above)
+    inst = load_manifest("paper").load("liquid-20n-s1")
     proof = solve(inst, method="exact", backend="highs", time_limit=60)
     assert proof.status.value == "optimal"
     # a deterministic stop after CBC's first solution: a feasible run with a bound

@@ -306,7 +306,8 @@ def test_a_solution_claiming_1_ms_batches_is_refused_on_a_noisy_instance(tmp_pat
     # issue 32, item 5: with delay_cv > 0 every query alone in a 1-ms batch used to pass
     # and beat edf-dp; a batch lasts the instance's delay, whatever the solution claims
     workload = tmp_path / "w.json"
-    assert main(["generate", "inference", "--gpus", "g2:1,p2:1", "--hours", "0.003",
+    # 35 queries (--hours 0.0015): edf-dp's honest schedule of 80 took 1.5 CPU-s
+    assert main(["generate", "inference", "--gpus", "g2:1,p2:1", "--hours", "0.0015",
                  "--peak-qps", "8", "--seed", "1", "-o", str(workload)]) == 0
     inst = load_instance(workload)
     data = inference_data(inst)
