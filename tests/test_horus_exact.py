@@ -217,16 +217,9 @@ def test_reduced_model_is_exact_when_cpu_binds(backend, cost_model, cpu_optima):
         assert result.objective == pytest.approx(cpu_optima[cost_model, seed], abs=1e-6), seed
 
 
-def test_reduction_and_symmetry_do_not_change_paper_scale_optimum():
-    """128 × 8 GPUs, β = 15: the reduced model (about 25× fewer pairs) and the full one
-    agree."""
-    inst = generate_horus(seed=4, busy=0.9)
-    reduced = solve(inst, "exact", backend="cpsat", time_limit=60)
-    full = solve(inst, "exact", backend="cbc", time_limit=120, reduce=False, symmetry=False)
-    assert reduced.status is full.status is Status.OPTIMAL
-    assert reduced.objective == pytest.approx(full.objective, abs=1e-6)
-    cert = reduced.extra["certificate"]
-    assert cert["holds"] and cert["candidate_pairs"] * 10 < cert["feasible_pairs"]
+# The reduced and the full model at the paper's scale (128 × 8, about 25× fewer pairs)
+# agree in `python -m dlsched.benchmarks.exact_crosschecks` (check horus-reduction; ~1
+# CPU-s, a size, not a rule, the tests above lack).
 
 
 # ------------------------------------------------------------------ warm starts
