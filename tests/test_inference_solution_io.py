@@ -5,7 +5,7 @@ every corrupted batch.
    ``evaluate`` read them back through the one solution loader (round trip: same batches,
    same objective); broken inference solution files are one-line errors naming the file
    and the field (exit 2).
-2. 1,000 corruptions of valid inference decisions (NaN / inf / huge / bool / str / float
+2. 700 corruptions of valid inference decisions (NaN / inf / huge / bool / str / float
    times, unknown GPU, model or query ids, a query served twice, overlapping batches on one
    GPU, wrong durations, a start before a query's arrival, a batch bigger than the delay
    table allows, non-batch objects): every one is refused by :func:`dlsched.validate.validate`
@@ -33,7 +33,8 @@ from dlsched.solution_io import load_solution, save_solution
 from dlsched.solve import solve
 from dlsched.validate import validate
 
-PER_PROBLEM = 1000
+PER_PROBLEM = 700
+"""Corruptions tried: each kind first in 50 of them (14 kinds), more as a second kind."""
 
 
 # ------------------------------------------------------------------ solution files (CLI)
