@@ -670,7 +670,7 @@ def test_skeleton_assignment_is_optimal_for_its_skeleton(seed):
     assert value <= brute_force(queries, ("p2", "g2")) + 1e-9
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
 def test_local_search_never_worsens_and_stays_valid(seed, gpus):
     from dlsched.formulations.inference_improve import improve
