@@ -376,7 +376,7 @@ def test_edf_dp_time_limit_covers_both_passes(monkeypatch):
     # pass's schedule, not the class optimum): both stops from one unlimited run
     from dlsched.formulations import inference_edf
 
-    inst = _congested_window(30)
+    inst = _congested_window(20)  # ~150 reads in the beam pass, ~270 in all (30: 2x CPU)
     clock = FakeClock(tick=0.001)
     install(monkeypatch, clock, inference_edf)
     ends: list[int] = []
