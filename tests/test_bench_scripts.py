@@ -229,3 +229,19 @@ def test_gavel_replay_scan_names_an_empty_folder(tmp_path):
 
     with pytest.raises(InputError, match="--scan"):
         gavel_replay.main(["--scan", str(tmp_path)])
+
+
+def test_exact_crosschecks_tiny(capsys):
+    # the large exact cross-checks moved out of the suite (issue 33): tiny here, every
+    # check must agree and the JSON line must say so
+    from dlsched.benchmarks import exact_crosschecks
+
+    assert exact_crosschecks.main(["--tight-nodes", "1", "--paper-nodes", "1", "--beta", "3",
+                                   "--min-reduction", "0", "--liquid", "liquid-5n-s0",
+                                   "--time-limit", "30"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert out["benchmark"] == "exact_crosschecks" and out["all_ok"]
+    assert [c["check"] for c in out["checks"]] == ["horus-forms", "horus-reduction",
+                                                   "cbc-bound"]
+    for check in out["checks"]:
+        assert check["a"]["status"] == "optimal" and check["ok"]

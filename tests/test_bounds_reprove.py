@@ -28,16 +28,10 @@ def test_cbc_no_bound_is_none(text):
     assert _cbc_bound(f"Lower bound: {text}\n") is None
 
 
-@pytest.mark.parametrize("name", ["liquid-20n-s1", "liquid-20n-s2", "liquid-15n-s0"])
-def test_a_cbc_bound_never_passes_the_optimum_highs_proves(name):
-    inst = load_manifest("paper").load(name)
-    proof = solve(inst, method="exact", backend="highs", time_limit=60)
-    assert proof.status.value == "optimal"
-    # a deterministic stop after CBC's first solution: a feasible run with a bound
-    stopped = solve(inst, method="exact", backend="cbc", time_limit=60,
-                    solver_options={"maxSolutions": 1})
-    assert stopped.status.value == "feasible" and stopped.bound is not None
-    assert stopped.bound <= proof.objective  # a minimization: a lower bound
+# End to end, CBC stopped after its first solution on liquid-20n-s1 (the batch above),
+# liquid-20n-s2 and liquid-15n-s0 reports a bound no higher than the optimum HiGHS proves:
+# `python -m dlsched.benchmarks.exact_crosschecks` (check cbc-bound; ~1 CPU-s per batch,
+# their size, not the rule, which the printed forms above check).
 
 
 def test_library_liquid_20n_best_knowns_are_the_proven_optima():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -52,8 +53,18 @@ def tiny_instance(seed: int, cost_model: str):
         cost_model=cost_model)
 
 
-PAPER_SEEDS = range(50)
-COLOCATION_SEEDS = range(30)
+# 30 + 20 random tiny instances per backend (50 + 30 before: each backend solved 80 for
+# one rule; 20 colocation seeds still hold 11 whose optimum stacks jobs)
+PAPER_SEEDS = range(30)
+COLOCATION_SEEDS = range(20)
+
+
+@functools.cache
+def cached_optimum(kind: str, model: str, seed: int) -> float:
+    """Brute-force optimum of the ``kind`` ("tiny" or "cpu") instance of a cost model and
+    seed, computed once per process (test_horus_patterns reuses them)."""
+    build = {"tiny": tiny_instance, "cpu": cpu_bound_instance}[kind]
+    return brute_force_optimum(build(seed, model))
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +73,7 @@ def optima() -> dict[tuple[str, int], float]:
     out = {}
     for model, seeds in (("paper", PAPER_SEEDS), ("colocation", COLOCATION_SEEDS)):
         for seed in seeds:
-            out[model, seed] = brute_force_optimum(tiny_instance(seed, model))
+            out[model, seed] = cached_optimum("tiny", model, seed)
     return out
 
 
@@ -158,7 +169,7 @@ def _naive_pairs(data):
 
 @pytest.fixture(scope="module")
 def cpu_optima() -> dict[tuple[str, int], float]:
-    return {(model, seed): brute_force_optimum(cpu_bound_instance(seed, model))
+    return {(model, seed): cached_optimum("cpu", model, seed)
             for model in ("paper", "colocation") for seed in CPU_SEEDS}
 
 
@@ -206,16 +217,22 @@ def test_reduced_model_is_exact_when_cpu_binds(backend, cost_model, cpu_optima):
         assert result.objective == pytest.approx(cpu_optima[cost_model, seed], abs=1e-6), seed
 
 
-def test_reduction_and_symmetry_do_not_change_paper_scale_optimum():
-    """128 × 8 GPUs, β = 15: the reduced model (about 25× fewer pairs) and the full one
-    agree."""
-    inst = generate_horus(seed=4, busy=0.9)
-    reduced = solve(inst, "exact", backend="cpsat", time_limit=60)
-    full = solve(inst, "exact", backend="cbc", time_limit=120, reduce=False, symmetry=False)
-    assert reduced.status is full.status is Status.OPTIMAL
-    assert reduced.objective == pytest.approx(full.objective, abs=1e-6)
-    cert = reduced.extra["certificate"]
-    assert cert["holds"] and cert["candidate_pairs"] * 10 < cert["feasible_pairs"]
+def test_full_model_without_symmetry_matches_brute_force(cpu_optima):
+    # reduce=False, symmetry=False: every feasible pair, no ordering of twin GPUs; the same
+    # optimum as the brute force (and so as the reduced model above)
+    for seed in CPU_SEEDS:
+        inst = cpu_bound_instance(seed)
+        result = solve(inst, "exact", backend="highs", time_limit=30, reduce=False,
+                       symmetry=False)
+        assert result.status is Status.OPTIMAL, seed
+        assert result.extra["certificate"]["candidate_pairs"] == \
+            result.extra["certificate"]["feasible_pairs"], seed
+        assert result.objective == pytest.approx(cpu_optima["paper", seed], abs=1e-6), seed
+
+
+# The reduced and the full model at the paper's scale (128 × 8, about 25× fewer pairs)
+# agree in `python -m dlsched.benchmarks.exact_crosschecks` (check horus-reduction; ~1
+# CPU-s, a size, not a rule, the tests above lack).
 
 
 # ------------------------------------------------------------------ warm starts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 
 import numpy as np
@@ -40,17 +41,20 @@ def _duration(model, gtype, n):
 
 def brute_force(queries, gpus, free=None) -> float:
     """Best Σ Q over every sequence of batches on every GPU (left-shifted starts); GPU g
-    is free from ``free[g]`` (default 0)."""
-    best = 0.0
+    is free from ``free[g]`` (default 0).
+
+    Every sequence is enumerated; the best value reachable from a state (queries left,
+    GPU, the time it is free) does not depend on how the state was reached, so each
+    state's value is computed once (memoized), which is all that makes it fast."""
     free0 = list(free) if free is not None else [0] * len(gpus)
 
-    def rec(remaining: frozenset, g: int, free: int, value: float) -> None:
-        nonlocal best
-        best = max(best, value)
+    @functools.cache
+    def best(remaining: frozenset, g: int, free: int) -> float:
         if g >= len(gpus) or not remaining:
-            return
+            return 0.0
+        out = 0.0
         if g + 1 < len(gpus):
-            rec(remaining, g + 1, free0[g + 1], value)  # this GPU runs nothing more
+            out = best(remaining, g + 1, free0[g + 1])  # this GPU runs nothing more
         items = sorted(remaining)
         for r in range(1, len(items) + 1):
             for subset in itertools.combinations(items, r):
@@ -62,10 +66,10 @@ def brute_force(queries, gpus, free=None) -> float:
                     end = start + d
                     gain = sum(KAPPA[model] * _q(end, queries[q][1], queries[q][2])
                                for q in subset)
-                    rec(remaining - set(subset), g, end, value + gain)
+                    out = max(out, gain + best(remaining - set(subset), g, end))
+        return out
 
-    rec(frozenset(range(len(queries))), 0, free0[0], 0.0)
-    return best
+    return best(frozenset(range(len(queries))), 0, free0[0])
 
 
 def random_window(rng, n):
@@ -205,13 +209,19 @@ def test_edf_dp_is_the_class_optimum(seed, gpus):
     assert res.objective <= brute_force(queries, gpus) + 1e-9
 
 
-def _congested_window(n: int):
+@functools.cache
+def _congested_stream():
+    """Generated once per module: ~0.1 CPU-s, read (never changed) by every window."""
     from dlsched.instances.inference_gen import generate_inference
+
+    return generate_inference(seed=0, gpus="p2:2", start_hour=15.0, hours=0.1, scale=1.8,
+                              delay_cv=0.0)
+
+
+def _congested_window(n: int):
     from dlsched.problems.inference import window
 
-    stream = generate_inference(seed=0, gpus="p2:2", start_hour=15.0, hours=0.1, scale=1.8,
-                                delay_cv=0.0)
-    return window(stream, 1750, 1750 + n)
+    return window(_congested_stream(), 1750, 1750 + n)
 
 
 @pytest.fixture
@@ -303,13 +313,14 @@ def test_exact_returns_its_warm_start_when_cp_sat_finds_nothing_in_time():
     # 50 congested queries: CP-SAT's presolve of the slot model may outlast a 5 s limit
     # (it returned no schedule although the heuristic's, a checked solution of the model,
     # was its hint), and on a busy machine even building the model may; wherever the time
-    # runs out, the answer is at least the heuristic's schedule, and says where it is from
+    # runs out, the answer is at least the heuristic's schedule, and says where it is from.
+    # A 1 s limit (5 s spent up to 2 CPU-s here): the time runs out earlier, the same check
     from dlsched.problems.inference.policies import HeuristicPolicy
     from dlsched.serve import serve
 
     inst = _congested_window(50)
     heuristic = serve(inst, HeuristicPolicy()).decision()
-    res = solve(inst, "exact", time_limit=5.0)
+    res = solve(inst, "exact", time_limit=1.0)
     assert res.status.value in ("feasible", "optimal")
     assert validate(inst, res.decision).ok
     value = float(query_qualities(inference_data(inst), heuristic).sum())
@@ -358,15 +369,14 @@ def test_edf_dp_limits_are_statuses_not_errors():
     assert bad.status.value == "invalid_input" and "max_states" in bad.message
 
 
-@pytest.mark.parametrize("stop", ["beam", "exact"])
-def test_edf_dp_time_limit_covers_both_passes(monkeypatch, stop):
+def test_edf_dp_time_limit_covers_both_passes(monkeypatch):
     # a fake clock that moves 1 ms at every read: the DP reads it as it works, so its time
     # is counted in reads; first the reads of each pass without a limit, then a 1 s limit
     # that ends mid-way through the beam pass (no schedule) or the exact pass (the beam
-    # pass's schedule, not the class optimum)
+    # pass's schedule, not the class optimum): both stops from one unlimited run
     from dlsched.formulations import inference_edf
 
-    inst = _congested_window(30)
+    inst = _congested_window(20)  # ~150 reads in the beam pass, ~270 in all (30: 2x CPU)
     clock = FakeClock(tick=0.001)
     install(monkeypatch, clock, inference_edf)
     ends: list[int] = []
@@ -382,15 +392,16 @@ def test_edf_dp_time_limit_covers_both_passes(monkeypatch, stop):
     assert full.extra["complete"] and len(ends) == 2
     beam_reads, all_reads = ends
     assert 20 < beam_reads < all_reads - 20
-    reads = beam_reads // 2 if stop == "beam" else (beam_reads + all_reads) // 2
-    clock.tick = 1.0 / reads  # the limit passes at the read after ``reads``
-    res = solve(inst, "edf-dp", time_limit=1.0)
-    assert res.extra["complete"] is False and "time limit" in res.message
-    if stop == "beam":
-        assert res.status.value == "no_solution" and res.decision is None
-    else:
-        assert res.status.value == "feasible" and validate(inst, res.decision).ok
-        assert res.objective <= full.objective + 1e-9
+    for stop in ("beam", "exact"):
+        reads = beam_reads // 2 if stop == "beam" else (beam_reads + all_reads) // 2
+        clock.tick = 1.0 / reads  # the limit passes at the read after ``reads``
+        res = solve(inst, "edf-dp", time_limit=1.0)
+        assert res.extra["complete"] is False and "time limit" in res.message, stop
+        if stop == "beam":
+            assert res.status.value == "no_solution" and res.decision is None
+        else:
+            assert res.status.value == "feasible" and validate(inst, res.decision).ok
+            assert res.objective <= full.objective + 1e-9
 
 
 # --- the Lagrangian bound (method ``lagrange``) ---------------------------------------
@@ -542,11 +553,13 @@ def test_lagrange_method_proves_an_uncontested_window_optimal():
 
 def test_lagrange_without_time_limit_is_reproducible():
     # no time limit: fixed iterations and local search to a local optimum, so two runs
-    # give the same batches, value and bound
-    rng = np.random.default_rng(77)
-    inst = tiny_instance(random_window(rng, 12), gpus=("p2", "g2"))
+    # give the same batches, value and bound (7 queries, not proven: the local search moves
+    # the repaired schedule; 12 queries cost 3x the CPU for the same check)
+    rng = np.random.default_rng(78)
+    inst = tiny_instance(random_window(rng, 7), gpus=("p2", "g2"))
     runs = [solve(inst, "lagrange", time_limit=None, iterations=20) for _ in range(2)]
-    assert validate(inst, runs[0].decision).ok
+    assert runs[0].status.value == "feasible" and validate(inst, runs[0].decision).ok
+    assert runs[0].extra["before_local_search"] < runs[0].objective  # the search ran
     assert runs[0].decision.batches == runs[1].decision.batches
     assert runs[0].objective == runs[1].objective and runs[0].bound == runs[1].bound
 
@@ -588,7 +601,7 @@ def test_widening_beam_keeps_the_best_width_and_stays_in_the_class(seed):
     assert bad.status.value == "invalid_input" and "edf_beam_max" in bad.message
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
 def test_exact_with_lagrangian_cut_matches_brute_force(seed, gpus):
     # the Lagrangian bound becomes a cut and a bound of the CP-SAT model: still exact
@@ -638,7 +651,7 @@ def _skeleton_assignment_brute_force(inst, skel):
     return best
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(4))
 def test_skeleton_assignment_is_optimal_for_its_skeleton(seed):
     from dlsched.formulations.inference_improve import assign, skeleton_of
     from dlsched.problems.inference import inference_data
@@ -657,15 +670,16 @@ def test_skeleton_assignment_is_optimal_for_its_skeleton(seed):
     assert value <= brute_force(queries, ("p2", "g2")) + 1e-9
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
 def test_local_search_never_worsens_and_stays_valid(seed, gpus):
     from dlsched.formulations.inference_improve import improve
     from dlsched.problems.inference import Batch as B
     from dlsched.problems.inference import InferenceDecision, inference_data
 
+    # 4 queries: the local search's moves cost ~0.1 CPU-s per query here (5 took ~0.5 s)
     rng = np.random.default_rng(600 + seed)
-    queries = random_window(rng, 5)
+    queries = random_window(rng, 4)
     inst = tiny_instance(queries, gpus=gpus)
     data = inference_data(inst)
     # a poor start: every query alone on tiny, one after another

@@ -28,14 +28,31 @@ METHOD = {"makespan": "offline-makespan", "weighted_jct": "offline-wct", "qos": 
           "effectiveness": "offline-effectiveness"}
 
 
+OBJECTIVES = ("makespan", "weighted_jct", "qos", "effectiveness")
+_optima: dict[str, dict[str, float]] = {}
+
+
 def brute_force(workload: Instance, objective: str) -> float:
     """Best value over every mode choice and every order, each job placed by a serial
     schedule-generation scheme at its earliest feasible time (optimal for regular
-    objectives: some order generates an optimal active schedule)."""
+    objectives: some order generates an optimal active schedule).
+
+    One enumeration scores every objective (the schedules do not depend on it); the
+    optima are kept per workload (by its sha256) for the tests that ask again."""
+    key = workload.sha256
+    if key not in _optima:
+        _optima[key] = _enumerate(workload)
+    return _optima[key][objective]
+
+
+def _enumerate(workload: Instance) -> dict[str, float]:
+    """:func:`brute_force`'s optimum of each objective (all of them minimized here)."""
     modes = job_modes(workload)
     caps = workload.cluster.node_gpu_count.tolist()
     jobs = workload.jobs
-    best = None
+    first = min(j.submit_time for j in jobs)
+    rigid = all(job.duration is not None for job in jobs)  # GENIE's elastic jobs: no E
+    best = dict.fromkeys(OBJECTIVES if rigid else OBJECTIVES[:3], float("inf"))
     for choice in itertools.product(*[range(len(m)) for m in modes]):
         for order in itertools.permutations(range(len(jobs))):
             placed: list[tuple[float, float, tuple[int, ...]]] = []
@@ -54,20 +71,21 @@ def brute_force(workload: Instance, objective: str) -> float:
                         placed.append((t, t + d, mode.counts))
                         ends[j] = t + d
                         break
-            first = min(j.submit_time for j in jobs)
-            if objective == "makespan":
-                value = max(ends) - first
-            elif objective == "weighted_jct":
-                value = sum(job.weight * (ends[i] - job.submit_time) for i, job in enumerate(jobs))
-            elif objective == "effectiveness":  # SCHED² Eq. 2: ideal time / time in system
-                value = -sum(job.duration / (ends[i] - job.submit_time)
-                             for i, job in enumerate(jobs)) / len(jobs)
-            else:
-                value = -100.0 * sum(
+            values = {
+                "makespan": max(ends) - first,
+                "weighted_jct": sum(job.weight * (ends[i] - job.submit_time)
+                                    for i, job in enumerate(jobs)),
+                "qos": -100.0 * sum(
                     job.deadline is not None and job.deadline > job.submit_time
-                    and ends[i] <= job.deadline + 1e-9 for i, job in enumerate(jobs)) / len(jobs)
-            best = value if best is None else min(best, value)
-    return -best if objective in ("qos", "effectiveness") else best
+                    and ends[i] <= job.deadline + 1e-9 for i, job in enumerate(jobs)) / len(jobs),
+            }
+            if rigid:  # SCHED² Eq. 2: ideal time / time in system
+                values["effectiveness"] = -sum(job.duration / (ends[i] - job.submit_time)
+                                               for i, job in enumerate(jobs)) / len(jobs)
+            for name, value in values.items():
+                best[name] = min(best[name], value)
+    return {name: -value if name in ("qos", "effectiveness") else value
+            for name, value in best.items()}
 
 
 def workload(specs, sens=2.0) -> Instance:
@@ -185,8 +203,10 @@ def test_qos_fractional_relaxation_bounds_the_optimum():
 
 
 def test_genie_workload_matches_brute_force():
+    # three elastic jobs (six modes each; the optimum gives two of them one GPU and misses
+    # one deadline): the brute force of four took 1 CPU-s for the same rule
     w = generate_genie_workload(seed=3, nodes=2, gpus_per_node=2, density=20.0, duration=0.5)
-    w = w.replace(jobs=w.jobs[:4])
+    w = w.replace(jobs=w.jobs[:3])
     for objective in ("makespan", "qos"):
         expected = brute_force(w, objective)
         result = solve(w, METHOD[objective], time_limit=30)
@@ -392,13 +412,13 @@ def test_branch_and_bound_matches_brute_force(specs):
     assert evaluate(w, decision, "weighted_jct") == pytest.approx(expected, rel=1e-9)
 
 
-@pytest.mark.parametrize(("servers", "jobs", "seeds"), [(2, 10, (1, 2, 4)), (4, 8, range(3))])
+@pytest.mark.parametrize(("servers", "jobs", "seeds"), [(2, 10, (1, 2, 4)), (4, 8, (0, 2))])
 def test_branch_and_bound_agrees_with_cpsat_proofs(servers, jobs, seeds):
     # SCHED² workloads with whole-cluster jobs (2 x 4: 8-GPU jobs; 4 x 4: 16-GPU jobs):
     # the barrier bound is in play; CP-SAT proves these independently (one worker, no
     # wall-clock limit: the proof, not the machine's load, ends each run; at most ~0.5
     # CPU-s each; 2 x 10 seed 0, with one whole-cluster job, took CP-SAT 17 CPU-s: seeds 1
-    # and 4 hold two each)
+    # and 4 hold two each; 4 x 4 seed 1, whose search alone took 0.75 CPU-s, is left out)
     from dlsched.formulations.offline.bnb import branch_and_bound
 
     for seed in seeds:

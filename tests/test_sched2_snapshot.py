@@ -3,6 +3,7 @@ against a brute force, snapshots cut from generated workloads, and the library's
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -56,31 +57,34 @@ def test_methods_on_a_whole_workload_start_only_the_jobs_already_submitted(metho
 def _brute_force(inst: Instance) -> float:
     """Best effective GPUs over every assignment of idle GPU sets to the submitted jobs.
 
-    Each assignment is scored by the objective alone; the best one is then validated and
-    re-scored by :func:`evaluate` (an invalid best would fail here, so the maximum is over
-    valid decisions, and every valid decision is one of the assignments)."""
+    The objective is a sum over placements (SCHED²'s effective GPUs), so the best of the
+    jobs from ``i`` on with GPUs ``left`` idle is computed once per (i, left) state, each
+    placement scored by the objective alone. The best assignment is then validated and
+    re-scored whole by :func:`evaluate` (an invalid best would fail here, so the maximum
+    is over valid decisions, and every valid decision is one of the assignments)."""
     idle = [g for g, busy in zip(inst.cluster.gpu_ids, inst.gpu_busy, strict=True) if not busy]
     jobs = [j for j in inst.jobs if j.submit_time <= inst.time]
     objective = get_problem("sched2").evaluate
-    best, best_decision = -1.0, None
 
-    def place(i: int, left: tuple[str, ...], chosen: list[Placement]) -> None:
-        nonlocal best, best_decision
+    @functools.cache
+    def best(i: int, left: tuple[str, ...]) -> tuple[float, tuple[Placement, ...]]:
         if i == len(jobs):
-            decision = Decision(tuple(chosen))
-            value = objective(inst, decision)
-            if value > best:
-                best, best_decision = value, decision
-            return
-        place(i + 1, left, chosen)
+            return 0.0, ()
+        out = best(i + 1, left)
         for gpus in itertools.combinations(left, jobs[i].num_gpus):
+            placement = Placement(jobs[i].id, gpus)
             rest = tuple(g for g in left if g not in gpus)
-            place(i + 1, rest, [*chosen, Placement(jobs[i].id, gpus)])
+            value, chosen = best(i + 1, rest)
+            value += objective(inst, Decision((placement,)))
+            if value > out[0]:
+                out = value, (placement, *chosen)
+        return out
 
-    place(0, tuple(idle), [])
-    assert best_decision is not None and validate(inst, best_decision).ok
-    assert evaluate(inst, best_decision) == pytest.approx(best, abs=1e-12)
-    return best
+    value, chosen = best(0, tuple(idle))
+    best_decision = Decision(chosen)
+    assert validate(inst, best_decision).ok
+    assert evaluate(inst, best_decision) == pytest.approx(value, abs=1e-12)
+    return value
 
 
 def _random_snapshot(rng: np.random.Generator) -> Instance:
