@@ -242,7 +242,8 @@ class LiveQ:
         fold[2, col["log_wait"], :hidden] = feature["wait_x_queue"]
         self.fold = fold.reshape(3, -1)
         self.coef = np.ones(3)  # (1, s, l)
-        self.shape = (len(LIVE_COLUMNS), hidden + 1)
+        self.first = np.empty(self.fold.shape[1])  # M(s, l), written by each q()
+        self.first_matrix = self.first.reshape(len(LIVE_COLUMNS), hidden + 1)  # a view
         self.second = np.zeros((hidden + 1, hidden + 1))
         self.second[:hidden, :hidden] = w1
         self.second[hidden, :hidden] = b1
@@ -278,7 +279,8 @@ class LiveQ:
         coef = self.coef
         coef[1] = idle_share
         coef[2] = load
-        x = rows @ (coef @ self.fold).reshape(self.shape)
+        np.matmul(coef, self.fold, out=self.first)
+        x = rows @ self.first_matrix
         np.maximum(x, 0.0, out=x)
         x = x @ self.second
         np.maximum(x, 0.0, out=x)

@@ -199,6 +199,7 @@ class _LiveScorer:
     def __init__(self, view) -> None:
         self.arrays = a = JobArrays(view)
         self.scorer = load_scorer(shipped_weights())
+        self.weights = self.scorer.weights
         gpus = np.log2(a.gpus)
         length = np.log(a.duration / DURATION_SCALE_S)
         static = np.zeros((len(a.gpus), len(FEATURES)))
@@ -211,6 +212,7 @@ class _LiveScorer:
         static[:, 8] = a.gpus
         self.static = static
         self.queued: dict[int, float] = {}  # queue length -> its feature term
+        self.scale = np.empty(3)  # per call: idle share, queue term, queue term
 
 
 def learned_priority_live(view, *, policy_state: _LiveScorer | None = None,
@@ -228,7 +230,7 @@ def learned_priority_live(view, *, policy_state: _LiveScorer | None = None,
     total = view.cluster.num_gpus
     # priority_features(), with the static columns gathered instead of recomputed and
     # each dynamic column written in place (the same elementwise operations)
-    features = state.static[shown]
+    features = state.static.take(shown, axis=0)  # = static[shown], without fancy indexing
     waited = np.subtract(view.time, features[:, 2])  # column 2 holds the submit time
     np.divide(waited, WAIT_SCALE_S, out=waited)
     np.log1p(waited, out=waited)  # on a contiguous array, as priority_features() does
@@ -236,13 +238,15 @@ def learned_priority_live(view, *, policy_state: _LiveScorer | None = None,
     queued = state.queued.get(len(queue))
     if queued is None:
         queued = state.queued[len(queue)] = float(np.log1p(len(queue) / total))
-    np.multiply(features[:, 0], float(view.idle_count) / total, out=features[:, 5])
-    np.multiply(features[:, 1], queued, out=features[:, 6])
-    np.multiply(waited, queued, out=features[:, 7])
+    # columns 5-7 = columns 0-2 times (idle share, queue term, queue term): one product
+    scale = state.scale
+    scale[0] = float(view.idle_count) / total
+    scale[1] = scale[2] = queued
+    np.multiply(features[:, :3], scale, out=features[:, 5:8])
     np.greater(features[:, 8], view.most_idle(), out=features[:, 8])  # held the GPU count
     # by (score, arrival, queue position): ``shown`` is in (arrival, queue position) order,
     # so the first smallest score is the next job of priority_order()'s lexsort
-    scores = state.scorer.scores(features)
+    scores = features @ state.weights  # PriorityScorer.scores
     if not math.isfinite(float(scores.sum())):  # an overflow: sort, as lexsort does
         scores = np.argsort(scores, kind="stable").argsort().astype(float)
     for _ in range(len(shown)):
