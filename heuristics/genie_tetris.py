@@ -375,11 +375,9 @@ def _at_least(counts: tuple[int, ...]) -> list[int]:
 def _first_pick(queue: TetrisQueue, by_idle: Any) -> Pick | None:
     """The pick of :func:`pack`'s first step, read off the view's servers by idle count
     (``by_idle[c]``: those with c idle GPUs) without building :class:`IdleGpus`."""
+    # (pack() scans the holding groups when few hold tasks: the same pick; here the
+    # buckets are kept per state across calls, and cheaper to read)
     counts = tuple(map(len, by_idle))
-    holding = queue.holding
-    if 4 * len(holding) <= len(queue.listed):  # pack()'s choice of loop, the same pick
-        ge = _at_least(counts)
-        return _pick(holding.values(), lambda g: _first_fit(g.ranked, ge))  # type: ignore
     buckets = queue.by_counts.get(counts)
     if buckets is None:
         if len(queue.by_counts) >= 4096:
@@ -424,8 +422,11 @@ def tetris_live(view: Any, *, by: str, policy_state: TetrisQueue | None = None
         started += pack(queue.listed, IdleGpus.of_free(free), queue.memo,
                         queue.holding.values())
     queue.started(started)
-    started.sort(key=lambda item: item[0])
     ids, jobs, order = view.cluster.gpu_ids.__getitem__, queue.jobs, queue.order
+    if len(started) == 1:
+        gpus.sort()
+        return Decision((Placement(jobs[order[head]].id, tuple(map(ids, gpus))),)), queue
+    started.sort(key=lambda item: item[0])
     return Decision.of(Placement(jobs[order[pos]].id, tuple(map(ids, sorted(gpus))))
                        for pos, gpus, _ in started), queue
 
