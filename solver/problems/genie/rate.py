@@ -34,7 +34,6 @@ class GenieLocality(GroupLocality):
         self._coefficients = parse_genie_params(workload.params).coefficients
         # PR of Eq. 5 per (model, kind, batch, shape): it does not depend on iterations
         self._rates: dict[tuple, float] = {}
-        self._slowdowns: dict[tuple, float] = {}  # counts_slowdown per (task fields, shape)
 
     def _latency(self, job: Job, nodes: int, gpn: int) -> float:
         """Lat(t, <nodes, gpn>) of Eq. 4, as :func:`~.model.latency` computes it."""
@@ -57,12 +56,9 @@ class GenieLocality(GroupLocality):
         return self._shape_slowdown(job, len(values), values[0])
 
     def _shape_slowdown(self, job: Job, nodes: int, gpn: int) -> float:
-        key = (job.model, job.kind, job.batch_size, job.iterations, nodes, gpn)
-        slow = self._slowdowns.get(key)
-        if slow is None:
-            slow = self._slowdowns[key] = (self._latency(job, nodes, gpn)
-                                           / self._latency(job, 1, 1))
-        return slow
+        # not kept per job: a trace's tasks rarely share their iterations, and the two
+        # latencies are a lookup of their PR each
+        return self._latency(job, nodes, gpn) / self._latency(job, 1, 1)
 
     def slowdown(self, job: Job, gpus: Any, task_nodes: Mapping[str, int] | None) -> float:
         """:meth:`GroupLocality.slowdown` without its array of counts (the simulator asks
