@@ -10,6 +10,7 @@ from __future__ import annotations
 from bisect import bisect_left, insort
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from dlsched.instance import Instance
 from dlsched.method_support import free_gpus_by_server
@@ -34,6 +35,18 @@ class IdleGpus:
         or lists shared with the caller)."""
         idle = cls.__new__(cls)
         idle._start(free)
+        return idle
+
+    @classmethod
+    def of_view(cls, view: Any) -> IdleGpus:
+        """From the simulator's live view (``dlsched.simulate.view.SimView``): its idle
+        lists, not copied (:meth:`take` replaces entries, never changes them), and its
+        servers by idle count."""
+        idle = cls.__new__(cls)
+        idle.free = list(view.idle_lists())
+        idle._servers_with = {c: len(s) for c, s in enumerate(view.servers_by_idle()) if s}
+        idle._buckets = None
+        idle._at_least = None
         return idle
 
     def _start(self, free: list[Sequence[int]]) -> None:

@@ -45,7 +45,7 @@ from dlsched.problems.genie import genie_table, job_rates, parse_genie_params, p
 from dlsched.problems.genie.model import Shape
 
 from .genie_idle import IdleGpus, arrival_order, best
-from .genie_live import LiveSnapshot
+from .genie_live import LiveSnapshot, idle_gpus_of
 
 Ranked = list[tuple[int, int, Shape]]
 """(GPUs per server, servers, shape) of the shapes by decreasing key."""
@@ -247,7 +247,7 @@ def tetris(instance: Instance, *, by: str) -> Decision:
         o = best([o for o in table.options[order[pos]] if idle.fits(o.shape)], key)
         return None if o is None else o.shape
 
-    idle = IdleGpus.of_free(list(instance.idle_by_server))  # take() replaces, never changes
+    idle = idle_gpus_of(instance)
     listed = list(groups.values())
     if any(g.ranked is None for g in listed):
         started = pack_scan(listed, idle, nan_shape)
