@@ -58,7 +58,7 @@ from dlsched.registry import BOOL, MethodSpec, OptionRule, register_method
 from dlsched.state import ViewPolicy, register_view_policy
 
 from .genie_idle import IdleGpus, MostIdle, arrival_key, arrival_order, best
-from .genie_live import live, some_gpu_idle
+from .genie_live import idle_gpus_of, live, some_gpu_idle
 from .genie_tetris import live_tetris, tetris, tetris_cer, tetris_perf
 
 __all__ = ["METHODS", "IdleGpus", "best", "capacity", "capacity_shares", "fifo", "minmin",
@@ -152,7 +152,7 @@ def swaf(instance: Instance, *, backfill: bool = False, fit: str = "platform",
     """SWAF for one snapshot (module docstring)."""
     if fit not in ("platform", "free"):
         raise InputError(f"fit = {fit!r}", field="options.fit", fix="use platform or free")
-    idle = IdleGpus(instance)
+    idle = idle_gpus_of(instance)
     placed = []
     if fit == "platform":
         for j, shape in swaf_shapes(instance, late_last=late_last):

@@ -7,8 +7,10 @@ arrival, then index.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from dlsched.instance import Instance
 from dlsched.method_support import free_gpus_by_server
@@ -27,26 +29,41 @@ class IdleGpus:
         self._start(free_gpus_by_server(instance))
 
     @classmethod
-    def of_free(cls, free: list[list[int]]) -> IdleGpus:
-        """From the idle GPU indices per server (lists the object then owns and changes)."""
+    def of_free(cls, free: list[Sequence[int]]) -> IdleGpus:
+        """From the idle GPU indices per server, ascending (a list the object then owns
+        and changes; it replaces its entries, never changes them, so they may be tuples
+        or lists shared with the caller)."""
         idle = cls.__new__(cls)
         idle._start(free)
         return idle
 
-    def _start(self, free: list[list[int]]) -> None:
+    @classmethod
+    def of_view(cls, view: Any) -> IdleGpus:
+        """From the simulator's live view (``dlsched.simulate.view.SimView``): its idle
+        lists, not copied (:meth:`take` replaces entries, never changes them), and its
+        servers by idle count."""
+        idle = cls.__new__(cls)
+        idle.free = list(view.idle_lists())
+        idle._servers_with = {c: len(s) for c, s in enumerate(view.servers_by_idle()) if s}
+        idle._buckets = None
+        idle._at_least = None
+        return idle
+
+    def _start(self, free: list[Sequence[int]]) -> None:
         self.free = free
         # servers by idle count, so fits() costs O(GPUs per server), not O(servers)
         self._servers_with: dict[int, int] = Counter(map(len, self.free))
-        self._buckets: dict[int, set[int]] | None = None  # built on the first take()
+        self._buckets: dict[int, list[int]] | None = None  # built on the first take()
         self._at_least: list[int] | None = None
 
     @property
-    def _bucket(self) -> dict[int, set[int]]:
-        """Idle count -> servers with that many idle GPUs."""
+    def _bucket(self) -> dict[int, list[int]]:
+        """Idle count -> servers with that many idle GPUs, ascending (kept sorted, so a
+        take reads the best-fit order off them instead of sorting)."""
         if self._buckets is None:
             self._buckets = {}
             for n, f in enumerate(self.free):
-                self._buckets.setdefault(len(f), set()).add(n)
+                self._buckets.setdefault(len(f), []).append(n)
         return self._buckets
 
     def _taking(self, n: int, k: int) -> None:
@@ -54,8 +71,9 @@ class IdleGpus:
         self._servers_with[c] -= 1
         self._servers_with[c - k] = self._servers_with.get(c - k, 0) + 1
         if self._buckets is not None:
-            self._buckets[c].discard(n)
-            self._buckets.setdefault(c - k, set()).add(n)
+            level = self._buckets[c]
+            del level[bisect_left(level, n)]
+            insort(self._buckets.setdefault(c - k, []), n)
         self._at_least = None
 
     def servers_at_least(self) -> list[int]:
@@ -83,31 +101,45 @@ class IdleGpus:
 
     def take(self, shape: Shape) -> list[int]:
         """Best-fit servers for ``shape`` (the caller checked ``fits``); their GPU indices."""
-        g = shape.gpus_per_node
-        eligible: list[int] = []  # servers by (idle count, index), counts >= g
-        if len(self.free) <= FEW_SERVERS:
-            counts = list(map(len, self.free))
+        g, nodes = shape.gpus_per_node, shape.nodes
+        free, with_count = self.free, self._servers_with
+        out: list[int] = []
+        if len(free) <= FEW_SERVERS:
+            counts = list(map(len, free))
             # a stable sort on the count keeps the servers of one count in index order
             eligible = [n for n in sorted(range(len(counts)), key=counts.__getitem__)
-                        if counts[n] >= g]
+                        if counts[n] >= g][:nodes]
+            buckets = self._buckets
+            for n in eligible:  # each has at least g idle GPUs
+                have = free[n]
+                c = len(have)
+                out += have[:g]
+                free[n] = have[g:]
+                with_count[c] -= 1
+                with_count[c - g] = with_count.get(c - g, 0) + 1
+                if buckets is not None:
+                    level = buckets[c]
+                    del level[bisect_left(level, n)]
+                    insort(buckets.setdefault(c - g, []), n)
         else:
-            for c in sorted(c for c, servers in self._bucket.items() if c >= g and servers):
-                eligible.extend(sorted(self._bucket[c]))
-                if len(eligible) >= shape.nodes:
+            buckets = self._bucket
+            need = nodes
+            for c in sorted(c for c, servers in buckets.items() if c >= g and servers):
+                level = buckets[c]
+                taken = level[:need]  # the first servers of this count, by index
+                del level[:need]
+                below = buckets.setdefault(c - g, [])
+                for n in taken:
+                    have = free[n]
+                    out += have[:g]
+                    free[n] = have[g:]
+                    insort(below, n)
+                k = len(taken)
+                with_count[c] -= k
+                with_count[c - g] = with_count.get(c - g, 0) + k
+                need -= k
+                if not need:
                     break
-        out: list[int] = []
-        free, with_count, buckets = self.free, self._servers_with, self._buckets
-        for n in eligible[: shape.nodes]:  # each has at least g idle GPUs
-            have = free[n]
-            c = len(have)
-            out += have[:g]
-            del have[:g]
-            # what _taking(n, g) does, inline: it runs for every server a task takes
-            with_count[c] -= 1
-            with_count[c - g] = with_count.get(c - g, 0) + 1
-            if buckets is not None:
-                buckets[c].discard(n)
-                buckets.setdefault(c - g, set()).add(n)
         self._at_least = None
         return out
 
@@ -115,9 +147,10 @@ class IdleGpus:
         """``gpus`` GPUs on the server with the most idle GPUs (ties: first server)."""
         counts = list(map(len, self.free))
         n = counts.index(max(counts))  # the first of the largest
-        out = self.free[n][:gpus]
+        have = self.free[n]
+        out = list(have[:gpus])
         self._taking(n, len(out))
-        del self.free[n][:gpus]
+        self.free[n] = have[gpus:]
         return out
 
 

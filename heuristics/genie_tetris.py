@@ -24,7 +24,11 @@ simulator's arrival order (submit time, then workload index: the order of the pe
 queue, which the snapshot's stable sort on the arrival keeps), and leaves it when this
 policy starts it; nothing else takes tasks out of the queue of a view policy. Each call
 checks the model against the live queue (its length and its head) and rebuilds the groups
-from the queue when they differ, so a call never decides on a wrong queue.
+from the queue when they differ, so a call never decides on a wrong queue. The first step
+of a call reads the view's servers by idle count (``servers_by_idle``) instead of copying
+the idle GPUs into :class:`IdleGpus`: the same counts, the same best-fit order (idle count,
+then index); in a replay that one start usually leaves no GPU idle, and only when some are
+left does the loop go on with :func:`pack`.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from dlsched.problems.genie import genie_table, job_rates, parse_genie_params, p
 from dlsched.problems.genie.model import Shape
 
 from .genie_idle import IdleGpus, arrival_order, best
-from .genie_live import LiveSnapshot
+from .genie_live import LiveSnapshot, idle_gpus_of
 
 Ranked = list[tuple[int, int, Shape]]
 """(GPUs per server, servers, shape) of the shapes by decreasing key."""
@@ -243,7 +247,7 @@ def tetris(instance: Instance, *, by: str) -> Decision:
         o = best([o for o in table.options[order[pos]] if idle.fits(o.shape)], key)
         return None if o is None else o.shape
 
-    idle = IdleGpus(instance)
+    idle = idle_gpus_of(instance)
     listed = list(groups.values())
     if any(g.ranked is None for g in listed):
         started = pack_scan(listed, idle, nan_shape)
@@ -287,6 +291,8 @@ class TetrisQueue:
         self.count = 0  # tasks in the groups
         self.nan = 0  # of which without a ranking
         self.memo: dict[tuple[int, ...], Buckets] = {}  # pack()'s, for these groups
+        # _first_pick()'s, by the servers with exactly c idle GPUs (other keys than memo's)
+        self.by_counts: dict[tuple[int, ...], Buckets] = {}
         self.listed: list[Group] = []  # the groups, as pack() takes them
         self.holding: dict[int, Group] = {}  # the groups that hold tasks
         # ranking per (model, kind, batch): all it depends on in one run (job_rates)
@@ -311,6 +317,7 @@ class TetrisQueue:
                 g = self.groups[id(ranked)] = Group(ranked)
                 self.listed = list(self.groups.values())
                 self.memo.clear()
+                self.by_counts.clear()
             if not g.tasks:
                 self.holding[id(ranked)] = g
         g.tasks.append(pos)
@@ -331,6 +338,7 @@ class TetrisQueue:
             self.holding.clear()
             self.listed = []
             self.memo.clear()
+            self.by_counts.clear()
             self.count = self.nan = self.low = 0
             self.waiting = bytearray(n)
             for i in view.queue_records().tolist():
@@ -355,6 +363,29 @@ class TetrisQueue:
                 holding.pop(id(g.ranked), None)
 
 
+def _at_least(counts: tuple[int, ...]) -> list[int]:
+    """[g] -> servers with at least g idle GPUs, from the servers with exactly c idle
+    (``counts[c]``); one entry longer than ``counts`` (its last: 0)."""
+    ge = [0] * (len(counts) + 1)
+    for c in range(len(counts) - 1, -1, -1):
+        ge[c] = ge[c + 1] + counts[c]
+    return ge
+
+
+def _first_pick(queue: TetrisQueue, by_idle: Any) -> Pick | None:
+    """The pick of :func:`pack`'s first step, read off the view's servers by idle count
+    (``by_idle[c]``: those with c idle GPUs) without building :class:`IdleGpus`."""
+    # (pack() scans the holding groups when few hold tasks: the same pick; here the
+    # buckets are kept per state across calls, and cheaper to read)
+    counts = tuple(map(len, by_idle))
+    buckets = queue.by_counts.get(counts)
+    if buckets is None:
+        if len(queue.by_counts) >= 4096:
+            queue.by_counts.clear()
+        buckets = queue.by_counts[counts] = _buckets(queue.listed, _at_least(counts))
+    return _pick_bucketed(buckets)
+
+
 def tetris_live(view: Any, *, by: str, policy_state: TetrisQueue | None = None
                 ) -> tuple[Decision, TetrisQueue]:
     """:func:`tetris` on the simulator's live view, the groups kept in ``policy_state``."""
@@ -366,11 +397,36 @@ def tetris_live(view: Any, *, by: str, policy_state: TetrisQueue | None = None
         decision = tetris(LiveSnapshot(view), by=by)
         queue.count = -1
         return decision, queue
-    idle = IdleGpus.of_free([list(free) for free in view.idle_lists()])
-    started = pack(queue.listed, idle, queue.memo, queue.holding.values())
+    # The first step reads the live index of servers by idle count (in a replay the one
+    # start of a call usually fills the cluster); IdleGpus only when GPUs are left after it
+    by_idle = view.servers_by_idle()
+    pick = _first_pick(queue, by_idle) if view.idle_count else None
+    if pick is None:
+        return Decision(), queue
+    _, head, g, shape = pick
+    g.tasks.popleft()
+    gpn, need = shape.gpus_per_node, shape.nodes
+    servers: list[int] = []  # best fit: by idle count, then index (IdleGpus.take)
+    for level in by_idle[gpn:]:
+        if level:
+            servers += level[:need - len(servers)]
+            if len(servers) == need:
+                break
+    lists = view.idle_lists()
+    gpus = [x for n in servers for x in lists[n][:gpn]]
+    started: Started = [(head, gpus, g)]
+    if view.idle_count > len(gpus):
+        free = list(lists)  # IdleGpus replaces entries, never changes the live lists
+        for n in servers:
+            free[n] = lists[n][gpn:]
+        started += pack(queue.listed, IdleGpus.of_free(free), queue.memo,
+                        queue.holding.values())
     queue.started(started)
-    started.sort(key=lambda item: item[0])
     ids, jobs, order = view.cluster.gpu_ids.__getitem__, queue.jobs, queue.order
+    if len(started) == 1:
+        gpus.sort()
+        return Decision((Placement(jobs[order[head]].id, tuple(map(ids, gpus))),)), queue
+    started.sort(key=lambda item: item[0])
     return Decision.of(Placement(jobs[order[pos]].id, tuple(map(ids, sorted(gpus))))
                        for pos, gpus, _ in started), queue
 

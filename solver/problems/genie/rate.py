@@ -6,7 +6,8 @@ job's GPUs per server, so a job alone finishes after exactly Lat(t, s).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,7 +34,6 @@ class GenieLocality(GroupLocality):
         self._coefficients = parse_genie_params(workload.params).coefficients
         # PR of Eq. 5 per (model, kind, batch, shape): it does not depend on iterations
         self._rates: dict[tuple, float] = {}
-        self._slowdowns: dict[tuple, float] = {}  # counts_slowdown per (task fields, shape)
 
     def _latency(self, job: Job, nodes: int, gpn: int) -> float:
         """Lat(t, <nodes, gpn>) of Eq. 4, as :func:`~.model.latency` computes it."""
@@ -49,15 +49,33 @@ class GenieLocality(GroupLocality):
         return self._latency(job, 1, 1)
 
     def counts_slowdown(self, job: Job, counts: np.ndarray) -> float:
-        if len(set(counts.tolist())) != 1:
-            raise InputError(f"job {job.id!r} placed asymmetrically ({counts.tolist()})",
+        values = counts.tolist()
+        if len(set(values)) != 1:
+            raise InputError(f"job {job.id!r} placed asymmetrically ({values})",
                              field="decision", fix="GENIE placements are symmetric shapes")
-        nodes, gpn = len(counts), int(counts[0])
-        key = (job.model, job.kind, job.batch_size, job.iterations, nodes, gpn)
-        slow = self._slowdowns.get(key)
-        if slow is None:
-            slow = self._slowdowns[key] = (self._latency(job, nodes, gpn)
-                                           / self._latency(job, 1, 1))
+        return self._shape_slowdown(job, len(values), values[0])
+
+    def _shape_slowdown(self, job: Job, nodes: int, gpn: int) -> float:
+        # not kept per job: a trace's tasks rarely share their iterations, and the two
+        # latencies are a lookup of their PR each
+        return self._latency(job, nodes, gpn) / self._latency(job, 1, 1)
+
+    def slowdown(self, job: Job, gpus: Any, task_nodes: Mapping[str, int] | None) -> float:
+        """:meth:`GroupLocality.slowdown` without its array of counts (the simulator asks
+        at every start): the same counts per server, the same checks and value."""
+        groups = self._groups
+        per: dict[int, int] = {}
+        for g in gpus.tolist() if isinstance(gpus, np.ndarray) else gpus:
+            k = groups[g]
+            per[k] = per.get(k, 0) + 1
+        values = set(per.values())
+        if len(values) != 1:
+            counts = [per[k] for k in sorted(per)]
+            raise InputError(f"job {job.id!r} placed asymmetrically ({counts})",
+                             field="decision", fix="GENIE placements are symmetric shapes")
+        slow = self._shape_slowdown(job, len(per), values.pop())
+        if self._packed_reference:
+            slow /= self._packed_slowdown(job, len(gpus))
         return slow
 
 
