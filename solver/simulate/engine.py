@@ -80,7 +80,7 @@ from .caller import PolicyCaller
 from .checks import check_live, check_requeue, check_schedule
 from .live import WAKE_PERIOD, WAKE_POLICY, WAKE_WATCH, LiveState
 from .records import CHECK_MODES, Policy, SimRun, SimulationError
-from .view import SimView, lazy_running
+from .view import InstanceMaker, LazyRunning, SimView
 from .view import snapshot as make_snapshot
 
 
@@ -203,6 +203,9 @@ class _Engine:
                      and not self.caller.via_solve and not self.prefix)
         self.start_guard = guard if use_guard and self.view_policy is None else None
         self._view = SimView(self.state, workload.problem, workload.params)
+        self._make = InstanceMaker(workload, self.state.cluster)
+        by_id, queue = self.state.by_id, self.state.queue
+        self._live_pending = lambda job_id: by_id.get(job_id, -1) in queue
         self.calls = 0
         self.event_count = 0
         self.t = 0.0
@@ -214,7 +217,7 @@ class _Engine:
     # ------------------------------------------------------------------ what policies see
     def _snapshot(self, t: float, jobs: tuple[Job, ...] | None = None) -> Instance:
         """The policy's view at ``t`` as an Instance (pending queue, or ``jobs``: a prefix)."""
-        return make_snapshot(self.state, self.w, t, jobs, self.observe is not None)
+        return make_snapshot(self.state, self.w, t, jobs, self.observe is not None, self._make)
 
     def snapshot(self, t: float | None = None) -> Instance:
         """The full snapshot at the current (or given) time."""
@@ -249,8 +252,12 @@ class _Engine:
         if (vp := self.view_policy) is not None:
             if not len(self.state.queue):
                 return False
-            state = {"policy_state": self.caller.state} if vp.hooks else {}  # PAB's guard
-            return bool(vp.can_start(self.view(), **state, **self.policy.options))
+            if vp.hooks:  # PAB's guard reads its state
+                return bool(vp.can_start(self.view(), policy_state=self.caller.state,
+                                         **self.policy.options))
+            if self.policy.options:
+                return bool(vp.can_start(self.view(), **self.policy.options))
+            return bool(vp.can_start(self.view()))
         return self._worth_calling()
 
     def _call(self, t: float, jobs: tuple[Job, ...] | None = None
@@ -360,7 +367,8 @@ class _Engine:
                 raise SimulationError(f"{self._where()}: job {pl.job} has start {pl.start}; "
                                       "jobs start at the snapshot time (non-preemptive, no "
                                       "reservations)")
-        if not decision.placements:
+        placements = decision.placements
+        if not placements:
             return
         if not checked:
             if self.check == "full":
@@ -375,19 +383,15 @@ class _Engine:
                 text = "\n".join(f"  {v}" for v in problems)
                 raise SimulationError(f"{self._where()} returned an invalid decision: "
                                       f"infeasible:\n{text}")
-        by_id = st.by_id
-        for pl in decision.placements:
-            st.start(by_id[pl.job], pl.gpus, t, pl.tasks)
+        by_id, start = st.by_id, st.start
+        for pl in placements:
+            start(by_id[pl.job], pl.gpus, t, pl.tasks)
 
     def _where(self) -> str:
         return f"policy {self.policy.label!r} at t = {self.t:g} s"
 
     def _pending_test(self, snapshot: Instance | None) -> Callable[[str], bool]:
-        if snapshot is not None:
-            index = snapshot.job_index
-            return index.__contains__
-        by_id, queue = self.state.by_id, self.state.queue
-        return lambda job_id: by_id.get(job_id, -1) in queue
+        return self._live_pending if snapshot is None else snapshot.job_index.__contains__
 
     def _job_lookup(self, snapshot: Instance | None) -> Any:
         if snapshot is not None:
@@ -403,10 +407,10 @@ class _Engine:
         def make() -> Instance:
             if not cache:
                 st = self.state
-                jobs = tuple(st.jobs[st.by_id[p.job]] for p in decision.placements)
-                inst = Instance(problem=self.w.problem, cluster=st.cluster, jobs=jobs,
-                                params=self.w.params, time=self.t,
-                                running=lazy_running(st, self.t, self.observe is not None))
+                all_jobs, by_id = st.jobs, st.by_id
+                jobs = tuple([all_jobs[by_id[p.job]] for p in decision.placements])
+                inst = self._make(jobs, LazyRunning(st, self.t, self.observe is not None),
+                                  self.t)
                 # seeded: a cached_property takes a lock on its first read
                 inst.__dict__["job_index"] = {job.id: i for i, job in enumerate(jobs)}
                 cache.append(inst)
