@@ -52,6 +52,7 @@ def check_live(live: LiveState, decision: Decision, is_pending: Callable[[str], 
     placed: list[tuple[str, set[int]]] = []  # (job, its distinct GPUs) past the structure checks
     seen: set[str] = set()
     ok_structure = True
+    single = len(decision.placements) == 1
     for p in decision.placements:
         job_id, ids = p.job, p.gpus
         if not is_pending(job_id):
@@ -93,7 +94,16 @@ def check_live(live: LiveState, decision: Decision, is_pending: Callable[[str], 
                 out.append(Violation("demand", job_id, "placed on no GPU"))
             m = job.gpu_mem_gb
             cpu, ram = job.cpu_per_gpu, job.ram_gb_per_gpu
-            if m or cpu or ram:  # a zero load cannot exceed a capacity
+            if m and single and not (cpu or ram) and len(distinct) == len(gpus):
+                # the decision's one job, on distinct GPUs: each gets exactly m (the
+                # summed load 0.0 + m), checked here as _over_loads would
+                used, cap = live.mem, live.mem_cap
+                for g in gpus:
+                    if used[g] + m > cap[g] + TOL:
+                        out.append(Violation("gpu_memory", job_id,
+                                             f"GPU {cluster.gpu_ids[g]} holds "
+                                             f"{used[g] + m:g} GB of {cap[g]:g} GB"))
+            elif m or cpu or ram:  # a zero load cannot exceed a capacity
                 if add_mem is None:
                     add_mem, add_cpu, add_ram = {}, {}, {}
                 if m:
