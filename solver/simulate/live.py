@@ -233,8 +233,7 @@ class LiveState:
         self.queue.remove(idx)
         gpus = tuple(map(self._gpu_index.__getitem__, gpu_ids))
         rec.gpu_list = gpus
-        rec.start = t
-        rec.last_t = t
+        rec.start = rec.last_t = t
         rec.work_left = rec.work
         task_nodes = None
         node_extra = None
@@ -251,21 +250,22 @@ class LiveState:
             rec.node_extra = node_extra
         else:
             rec.nodes = 1 if len(gpus) == 1 else len(set(map(self.gpu_node.__getitem__, gpus)))
-        rec.base_rate, rec.locality_slowdown = self.speed.base_rate(job, gpus, task_nodes)
-        rec.rate = rec.base_rate
+        rec.rate, rec.locality_slowdown = self.speed.base_rate(job, gpus, task_nodes)
+        rec.base_rate = rec.rate
         self.running[idx] = rec
         on_gpu = self.on_gpu
         for g in gpus:
             on_gpu[g].append(idx)
-        self._hold(gpus, job.gpu_util or 0.0, job.gpu_mem_gb or 0.0, job.cpu_per_gpu,
-                   job.ram_gb_per_gpu, node_extra)
+        u = job.gpu_util or 0.0
+        self._hold(gpus, u, job.gpu_mem_gb or 0.0, job.cpu_per_gpu, job.ram_gb_per_gpu,
+                   node_extra)
         if self._interference:
-            u = job.gpu_util or 0.0
             cum = self.cum_util
             for g in gpus:
                 cum[g] += u
             jobs_on = self.jobs_on
-            if any(jobs_on[g] > 1 for g in gpus):
+            if (jobs_on[gpus[0]] > 1 if len(gpus) == 1 else
+                    any([jobs_on[g] > 1 for g in gpus])):
                 rec.rate = rec.base_rate * self.speed.interference_factor(u, gpus, cum)
                 self._rerate(self._neighbours(gpus, idx), t)
             # alone on all its GPUs: U_g = u_j exactly, the factor is exactly 1.0

@@ -148,7 +148,10 @@ class PendingQueue:
         changes; read-only)."""
         if self._records is None or self._records[0] != self.version:
             h, e = self._head, len(self._order)
-            order = self._order_np[h:e][self._alive_np[h:e]]
+            if self._dead:
+                order = self._order_np[h:e][self._alive_np[h:e]]
+            else:  # no tombstone past the head: a plain copy
+                order = self._order_np[h:e].copy()
             order.flags.writeable = False
             self._records = (self.version, order)
         return self._records[1]
