@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -72,7 +73,7 @@ class LiveState:
                  "idle", "max_idle", "by_idle", "open_servers", "idle_total", "node_size",
                  "version", "_arrays", "_touched", "_touched_nodes", "_dirty", "frag",
                  "record_events", "events", "busy_t", "busy_n", "done", "requeues",
-                 "mem_log", "free_order", "_gpu_index", "_interference")
+                 "mem_log", "free_order", "_gpu_index", "_interference", "_node_span")
 
     def __init__(self, workload: Instance, speed: BoundSpeed, *, exclusive: bool,
                  record_events: bool) -> None:
@@ -130,6 +131,8 @@ class LiveState:
         self.mem_log: list[int] | None = None
         self.free_order: Any = None
         self._gpu_index = c.gpu_index
+        # each server's GPUs are one range of indices (Cluster.gpus_of_node builds them so)
+        self._node_span = [(g[0], g[-1] + 1) if g else (0, 0) for g in self.node_gpus]
         self._interference = speed.interference
 
     # ------------------------------------------------------------------ events
@@ -211,13 +214,18 @@ class LiveState:
         """Append (sample ``at``, server, k/n, mean predicted end, variance of the ends) of
         the busy GPUs of each of ``servers`` to the fragmentation ``log`` (one loop: it runs
         for every server a job touches)."""
-        gpu_end, jobs_on, node_gpus, size = self.gpu_end, self.jobs_on, self.node_gpus, \
+        gpu_end, jobs_on, span, size = self.gpu_end, self.jobs_on, self._node_span, \
             self.node_size
         append = log.append
         for s in servers:
-            ends = [gpu_end[g] for g in node_gpus[s] if jobs_on[g]]
+            a, b = span[s]
+            ends = list(compress(gpu_end[a:b], jobs_on[a:b]))  # the busy GPUs' ends
             k = len(ends)
-            if k:
+            if k == 1:
+                m = ends[0]
+                d = m - m  # 0.0 (as the sum below gives it, NaN included)
+                append((at, s, 1 / size[s], m, d * d))
+            elif k:
                 m = sum(ends) / k
                 append((at, s, k / size[s], m, sum([(e - m) * (e - m) for e in ends]) / k))
             else:
