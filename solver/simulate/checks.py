@@ -117,7 +117,9 @@ def check_live(live: LiveState, decision: Decision, is_pending: Callable[[str], 
         placed.append((job_id, distinct))
     if add_mem is not None:
         out.extend(_over_loads(live, placed, add_mem, add_cpu, add_ram))
-    if problem.exclusive_gpus:
+    if problem.exclusive_gpus and (len(placed) != 1
+                                   or any(map(live.jobs_on.__getitem__, placed[0][1]))):
+        # (one placement on idle GPUs shares none: _shared would find nothing)
         out.extend(_shared(placed, live.jobs_on, cluster.gpu_ids))
     if ok_structure and type(problem).check_decision is not Problem.check_decision:
         # (the base rule set is empty: no instance built for it)

@@ -501,6 +501,11 @@ class LiveState:
     def _set_ends(self, gpus: Sequence[int], end: float) -> None:
         """Predicted end ``end`` of the latest job on each of ``gpus`` (exclusive GPUs: one
         end for all; 0 when idle)."""
+        if len(gpus) == 1:
+            g = gpus[0]
+            self.gpu_end[g] = end
+            self._dirty.add(self.gpu_node[g])
+            return
         gpu_end = self.gpu_end
         for g in gpus:
             gpu_end[g] = end
