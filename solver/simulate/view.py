@@ -122,7 +122,7 @@ def lazy_running(state: LiveState, t: float, observed: bool) -> LazyRunning:
 class InstanceMaker:
     """Builds the Instances of one run (its problem, cluster and params) at every decision
     without the dataclass constructor (a frozen dataclass sets each field through
-    ``object.__setattr__``: ~5 µs a call, paid at every snapshot).
+    ``object.__setattr__``, several µs a call, paid at every decision).
 
     The fields come from a template the constructor built once, so a new field's default
     is kept; ``Instance`` has no ``__post_init__`` (checked here), so the result equals
