@@ -71,11 +71,12 @@ def _timed(clock: WorkClock, call):
 
 
 @pytest.mark.parametrize(("method", "hours", "limit", "stage"), [
-    ("offline-wct", 24.0, 1.0, "computing the jobs' placement modes"),
-    ("offline-makespan", 24.0, 1.0, "computing the jobs' placement modes"),
-    ("offline-qos", 24.0, 1.0, "computing the jobs' placement modes"),
+    ("offline-wct", 24.0, 0.5, "computing the jobs' placement modes"),
+    ("offline-makespan", 24.0, 0.5, "computing the jobs' placement modes"),
+    ("offline-qos", 24.0, 0.5, "computing the jobs' placement modes"),
     # 12 hours (96 jobs): the modes fit in the 1 s, the model's build runs out of time
-    # (the 226 jobs' modes take ~1.1 clock-s, so there it took a 2 s limit, twice the CPU)
+    # (the 226 jobs' modes take ~0.95 clock-s since the rate models' one-group fast
+    # path, issue 33: hence 0.5 s above, and a 2 s limit there, twice the CPU)
     ("offline-wct", 12.0, 1.0, "building the offline model")])
 def test_a_large_genie_workload_keeps_its_limit(method, hours, limit, stage, clock):
     w = genie_workload(hours, 0)  # 24 h: 226 jobs, 13,560 placement modes

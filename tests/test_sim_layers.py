@@ -17,7 +17,7 @@ LAYERS = (
     ("records", "pending", "fragmentation"),
     ("live",),
     ("free_order",),  # an order kept on the live state, read through the view
-    ("view", "checks", "caller"),
+    ("view", "checks", "caller", "prefix"),
     ("engine",),
     ("metrics",),
     ("results",),

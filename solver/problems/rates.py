@@ -124,6 +124,18 @@ class GroupLocality(Locality):
         """:meth:`counts_slowdown` of the placement's counts, over the packed placement's
         under the ``"packed"`` reference (see :meth:`Locality.slowdown`)."""
         groups = self._groups
+        n = len(gpus)
+        if n and n <= self._max_group:
+            first = groups[gpus[0]]
+            for g in gpus:
+                if groups[g] != first:
+                    break
+            else:
+                # one group: the counts are [n], the packed placement's own counts, so the
+                # packed reading's ratio is exactly 1 (x / x) and the ideal one is its value
+                if self._packed_reference:
+                    return 1.0
+                return self.counts_slowdown(job, np.array([n], dtype=np.int64))
         per: dict[int, int] = {}
         for g in gpus:
             k = groups[g]
@@ -293,8 +305,13 @@ class BoundSpeed:
         price containers (Liquid's).
         """
         slow = 1.0 if self._slowdown is None else self._slowdown(job, gpus, task_nodes)
-        speed = (min(self._speeds[g] for g in gpus) if self._speeds is not None and len(gpus)
-                 else 1.0)
+        speeds = self._speeds
+        if speeds is None or not len(gpus):
+            speed = 1.0
+        elif len(gpus) == 1:
+            speed = speeds[gpus[0]]
+        else:
+            speed = min(map(speeds.__getitem__, gpus))
         return speed / slow, slow
 
 

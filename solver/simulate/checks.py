@@ -45,12 +45,14 @@ def check_live(live: LiveState, decision: Decision, is_pending: Callable[[str], 
     cluster = live.cluster
     gpu_index, node_of = cluster.gpu_index, live.gpu_node
     out: list[Violation] = []
-    add_mem: dict[int, float] = {}
-    add_cpu: dict[int, float] = {}
-    add_ram: dict[int, float] = {}
+    # loads the decision adds, built only when a placed job has one (most add none)
+    add_mem: dict[int, float] | None = None
+    add_cpu: dict[int, float] | None = None
+    add_ram: dict[int, float] | None = None
     placed: list[tuple[str, set[int]]] = []  # (job, its distinct GPUs) past the structure checks
     seen: set[str] = set()
     ok_structure = True
+    single = len(decision.placements) == 1
     for p in decision.placements:
         job_id, ids = p.job, p.gpus
         if not is_pending(job_id):
@@ -77,6 +79,8 @@ def check_live(live: LiveState, decision: Decision, is_pending: Callable[[str], 
             if loads is None:
                 ok_structure = False
                 continue
+            if add_mem is None:
+                add_mem, add_cpu, add_ram = {}, {}, {}
             for n, (c_cpu, c_ram) in loads[1].items():
                 add_cpu[n] = add_cpu.get(n, 0.0) + c_cpu
                 add_ram[n] = add_ram.get(n, 0.0) + c_ram
@@ -88,17 +92,47 @@ def check_live(live: LiveState, decision: Decision, is_pending: Callable[[str], 
                                      f"gets {len(ids)} GPUs, needs {job.num_gpus}"))
             if not ids:
                 out.append(Violation("demand", job_id, "placed on no GPU"))
-            m = job.gpu_mem_gb or 0.0
-            if m:  # a zero load cannot exceed a capacity (as for CPU and RAM below)
-                for g in gpus:
-                    add_mem[g] = add_mem.get(g, 0.0) + m
+            m = job.gpu_mem_gb
             cpu, ram = job.cpu_per_gpu, job.ram_gb_per_gpu
-            if cpu or ram:
+            if m and single and not (cpu or ram) and len(distinct) == len(gpus):
+                # the decision's one job, on distinct GPUs: each gets exactly m (the
+                # summed load 0.0 + m), checked here as _over_loads would
+                used, cap = live.mem, live.mem_cap
                 for g in gpus:
-                    n = node_of[g]
-                    add_cpu[n] = add_cpu.get(n, 0.0) + cpu
-                    add_ram[n] = add_ram.get(n, 0.0) + ram
+                    if used[g] + m > cap[g] + TOL:
+                        out.append(Violation("gpu_memory", job_id,
+                                             f"GPU {cluster.gpu_ids[g]} holds "
+                                             f"{used[g] + m:g} GB of {cap[g]:g} GB"))
+            elif m or cpu or ram:  # a zero load cannot exceed a capacity
+                if add_mem is None:
+                    add_mem, add_cpu, add_ram = {}, {}, {}
+                if m:
+                    for g in gpus:
+                        add_mem[g] = add_mem.get(g, 0.0) + m
+                if cpu or ram:
+                    for g in gpus:
+                        n = node_of[g]
+                        add_cpu[n] = add_cpu.get(n, 0.0) + cpu
+                        add_ram[n] = add_ram.get(n, 0.0) + ram
         placed.append((job_id, distinct))
+    if add_mem is not None:
+        out.extend(_over_loads(live, placed, add_mem, add_cpu, add_ram))
+    if problem.exclusive_gpus and (len(placed) != 1
+                                   or any(map(live.jobs_on.__getitem__, placed[0][1]))):
+        # (one placement on idle GPUs shares none: _shared would find nothing)
+        out.extend(_shared(placed, live.jobs_on, cluster.gpu_ids))
+    if ok_structure and type(problem).check_decision is not Problem.check_decision:
+        # (the base rule set is empty: no instance built for it)
+        out.extend(problem.check_decision(problem_instance(), decision))
+    return out
+
+
+def _over_loads(live: LiveState, placed: list[tuple[str, set[int]]],
+                add_mem: dict[int, float], add_cpu: dict[int, float],
+                add_ram: dict[int, float]) -> list[Violation]:
+    """``gpu_memory``, ``node_cpu`` and ``node_ram`` violations of the added loads."""
+    cluster = live.cluster
+    out: list[Violation] = []
     for g, m in add_mem.items():
         if live.mem[g] + m > live.mem_cap[g] + TOL:
             holder = next((j for j, gs in placed if g in gs), None)
@@ -111,11 +145,6 @@ def check_live(live: LiveState, decision: Decision, is_pending: Callable[[str], 
             if used[n] + a > cap[n] + TOL:
                 out.append(Violation(kind, None, f"node {cluster.node_ids[n]} uses "
                                                  f"{used[n] + a:g} of {cap[n]:g}"))
-    if problem.exclusive_gpus:
-        out.extend(_shared(placed, live.jobs_on, cluster.gpu_ids))
-    if ok_structure and type(problem).check_decision is not Problem.check_decision:
-        # (the base rule set is empty: no instance built for it)
-        out.extend(problem.check_decision(problem_instance(), decision))
     return out
 
 

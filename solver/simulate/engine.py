@@ -18,7 +18,8 @@ Who does what (calls go one way, down this list):
   run (records, running jobs, loads, pending queue, event queue, recorded series), updated
   incrementally: the cost of an event does not grow with the queue or the cluster, except
   where a policy itself looks at them;
-* ``pending`` (the queue), ``fragmentation``, ``records`` (data types), ``speed`` — parts.
+* ``pending`` (the queue), ``fragmentation``, ``records`` (data types), ``prefix`` (prefix
+  mode), ``speed`` — parts.
 
 Two ways to call a policy:
 
@@ -62,6 +63,7 @@ from __future__ import annotations
 
 import time as _time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +81,9 @@ from ..validate import validate_decision
 from .caller import PolicyCaller
 from .checks import check_live, check_requeue, check_schedule
 from .live import WAKE_PERIOD, WAKE_POLICY, WAKE_WATCH, LiveState
+from .prefix import longest_solved_prefix, prefix_bound
 from .records import CHECK_MODES, Policy, SimRun, SimulationError
-from .view import SimView, lazy_running
+from .view import InstanceMaker, LazyRunning, SimView
 from .view import snapshot as make_snapshot
 
 
@@ -203,6 +206,9 @@ class _Engine:
                      and not self.caller.via_solve and not self.prefix)
         self.start_guard = guard if use_guard and self.view_policy is None else None
         self._view = SimView(self.state, workload.problem, workload.params)
+        self._make = InstanceMaker(workload, self.state.cluster)
+        by_id, queue = self.state.by_id, self.state.queue
+        self._live_pending = lambda job_id: by_id.get(job_id, -1) in queue
         self.calls = 0
         self.event_count = 0
         self.t = 0.0
@@ -214,7 +220,7 @@ class _Engine:
     # ------------------------------------------------------------------ what policies see
     def _snapshot(self, t: float, jobs: tuple[Job, ...] | None = None) -> Instance:
         """The policy's view at ``t`` as an Instance (pending queue, or ``jobs``: a prefix)."""
-        return make_snapshot(self.state, self.w, t, jobs, self.observe is not None)
+        return make_snapshot(self.state, self.w, t, jobs, self.observe is not None, self._make)
 
     def snapshot(self, t: float | None = None) -> Instance:
         """The full snapshot at the current (or given) time."""
@@ -249,8 +255,12 @@ class _Engine:
         if (vp := self.view_policy) is not None:
             if not len(self.state.queue):
                 return False
-            state = {"policy_state": self.caller.state} if vp.hooks else {}  # PAB's guard
-            return bool(vp.can_start(self.view(), **state, **self.policy.options))
+            if vp.hooks:  # PAB's guard reads its state
+                return bool(vp.can_start(self.view(), policy_state=self.caller.state,
+                                         **self.policy.options))
+            if self.policy.options:
+                return bool(vp.can_start(self.view(), **self.policy.options))
+            return bool(vp.can_start(self.view()))
         return self._worth_calling()
 
     def _call(self, t: float, jobs: tuple[Job, ...] | None = None
@@ -267,31 +277,7 @@ class _Engine:
 
     def _prefix_bound(self) -> int:
         """Longest queue prefix whose summed GPUs, CPU and RAM fit the free totals."""
-        st = self.state
-        c = st.cluster
-        free_gpu = st.idle_total
-        free_cpu = float(c.node_cpu.sum() - np.array(st.node_cpu).sum()) + 1e-9
-        free_ram = float(c.node_ram_gb.sum() - np.array(st.node_ram).sum()) + 1e-9
-        limit = self.policy.max_jobs or len(st.queue)
-        k = 0
-        for idx in st.queue:
-            job = st.jobs[idx]
-            if k >= limit:
-                break
-            if job.containers:
-                gpus = sum(x.gpus for x in job.containers)
-                cpu = sum(x.cpu for x in job.containers)
-                ram = sum(x.ram_gb for x in job.containers)
-            else:
-                gpus = job.num_gpus or 0
-                cpu, ram = gpus * job.cpu_per_gpu, gpus * job.ram_gb_per_gpu
-            free_gpu -= gpus
-            free_cpu -= cpu
-            free_ram -= ram
-            if free_gpu < 0 or free_cpu < 0 or free_ram < 0:
-                break
-            k += 1
-        return k
+        return prefix_bound(self.state, self.policy.max_jobs)
 
     def _decide(self, t: float) -> None:
         """Ask the policy and apply its (checked) decision."""
@@ -307,22 +293,11 @@ class _Engine:
             requeue = tuple(extra.get("requeue", ()))
             watch = extra.get("watch_at")
         else:
-            queue = self.state.queue.jobs()
             before = self.caller.no_solution
-            hi = self._prefix_bound()
-            decision, wake, found, snap = self._call(t, queue[:hi])
-            if not found:
-                # bisection: lo jobs are known to fit (0 trivially); try at most hi
-                lo, hi = 0, hi - 1
-                while lo < hi:
-                    mid = (lo + hi + 1) // 2
-                    d, w, ok, s = self._call(t, queue[:mid])
-                    if ok:
-                        lo, decision, wake, found, snap = mid, d, w, True, s
-                    else:
-                        hi = mid - 1
-                # one event without a solution, however many prefixes were tried
-                self.caller.no_solution = before + (0 if found else 1)
+            decision, wake, found, snap = longest_solved_prefix(
+                self._call, t, self.state.queue.jobs(), self._prefix_bound())
+            # one event without a solution, however many prefixes were tried
+            self.caller.no_solution = before + (0 if found else 1)
         self.apply(decision, snap, checked=self.caller.via_solve, requeue=requeue)
         if wake is not None and wake > t:
             self.state.wake(wake, WAKE_POLICY)
@@ -360,7 +335,8 @@ class _Engine:
                 raise SimulationError(f"{self._where()}: job {pl.job} has start {pl.start}; "
                                       "jobs start at the snapshot time (non-preemptive, no "
                                       "reservations)")
-        if not decision.placements:
+        placements = decision.placements
+        if not placements:
             return
         if not checked:
             if self.check == "full":
@@ -375,19 +351,15 @@ class _Engine:
                 text = "\n".join(f"  {v}" for v in problems)
                 raise SimulationError(f"{self._where()} returned an invalid decision: "
                                       f"infeasible:\n{text}")
-        by_id = st.by_id
-        for pl in decision.placements:
-            st.start(by_id[pl.job], pl.gpus, t, pl.tasks)
+        by_id, start = st.by_id, st.start
+        for pl in placements:
+            start(by_id[pl.job], pl.gpus, t, pl.tasks)
 
     def _where(self) -> str:
         return f"policy {self.policy.label!r} at t = {self.t:g} s"
 
     def _pending_test(self, snapshot: Instance | None) -> Callable[[str], bool]:
-        if snapshot is not None:
-            index = snapshot.job_index
-            return index.__contains__
-        by_id, queue = self.state.by_id, self.state.queue
-        return lambda job_id: by_id.get(job_id, -1) in queue
+        return self._live_pending if snapshot is None else snapshot.job_index.__contains__
 
     def _job_lookup(self, snapshot: Instance | None) -> Any:
         if snapshot is not None:
@@ -398,21 +370,17 @@ class _Engine:
                           ) -> Callable[[], Instance]:
         if snapshot is not None:
             return lambda: snapshot
-        cache: list[Instance] = []
+        return partial(self._placed_instance, decision)
 
-        def make() -> Instance:
-            if not cache:
-                st = self.state
-                jobs = tuple(st.jobs[st.by_id[p.job]] for p in decision.placements)
-                inst = Instance(problem=self.w.problem, cluster=st.cluster, jobs=jobs,
-                                params=self.w.params, time=self.t,
-                                running=lazy_running(st, self.t, self.observe is not None))
-                # seeded: a cached_property takes a lock on its first read
-                inst.__dict__["job_index"] = {job.id: i for i, job in enumerate(jobs)}
-                cache.append(inst)
-            return cache[0]
-
-        return make
+    def _placed_instance(self, decision: Decision) -> Instance:
+        """The live state as an Instance whose jobs are the decision's placed jobs."""
+        st = self.state
+        all_jobs, by_id = st.jobs, st.by_id
+        jobs = tuple([all_jobs[by_id[p.job]] for p in decision.placements])
+        inst = self._make(jobs, LazyRunning(st, self.t, self.observe is not None), self.t)
+        # seeded: a cached_property takes a lock on its first read
+        inst.__dict__["job_index"] = {job.id: i for i, job in enumerate(jobs)}
+        return inst
 
     # ------------------------------------------------------------------ stepping
     def next_batch(self) -> bool | None:

@@ -26,15 +26,23 @@ class FragmentationLog:
     def __init__(self, servers: int) -> None:
         self.servers = servers
         self._times: list[float] = []
-        self._log: list[tuple[int, int, float, float, float]] = []
+        self.log: list[tuple[int, int, float, float, float]] = []
+        """Entries (sample number, server, k / n, mean end, variance), in sample order."""
+
+    def sample_time(self, t: float) -> int:
+        """Open a sample at ``t`` (or reopen the last one, at the same ``t``: a later
+        entry wins) and return its number; the caller appends the changed servers'
+        entries to :attr:`log`."""
+        times = self._times
+        if not times or times[-1] != t:
+            times.append(t)
+        return len(times) - 1
 
     def sample(self, t: float, changed: list[tuple[int, float, float, float]]) -> None:
         """A sample at ``t``; ``changed``: (server, k / n, mean end, variance) of the
         servers changed since the last sample (a later sample at the same ``t`` wins)."""
-        if not self._times or self._times[-1] != t:
-            self._times.append(t)
-        at = len(self._times) - 1
-        log = self._log
+        at = self.sample_time(t)
+        log = self.log
         for s, w, m, q in changed:
             log.append((at, s, w, m, q))
 
@@ -46,7 +54,7 @@ class FragmentationLog:
         times = np.array(self._times, dtype=float)
         if not len(times):
             return times, np.zeros(0)
-        log = self._log
+        log = self.log
         idx = np.array([e[0] for e in log], dtype=np.int64)
         srv = np.array([e[1] for e in log], dtype=np.int64)
         vals = np.array([e[2:] for e in log], dtype=float).reshape(-1, 3)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -72,7 +73,7 @@ class LiveState:
                  "idle", "max_idle", "by_idle", "open_servers", "idle_total", "node_size",
                  "version", "_arrays", "_touched", "_touched_nodes", "_dirty", "frag",
                  "record_events", "events", "busy_t", "busy_n", "done", "requeues",
-                 "mem_log", "free_order")
+                 "mem_log", "free_order", "_gpu_index", "_interference", "_node_span")
 
     def __init__(self, workload: Instance, speed: BoundSpeed, *, exclusive: bool,
                  record_events: bool) -> None:
@@ -129,6 +130,10 @@ class LiveState:
         # GPUs whose memory in use changed, logged once a FreeMemoryOrder asks for them
         self.mem_log: list[int] | None = None
         self.free_order: Any = None
+        self._gpu_index = c.gpu_index
+        # each server's GPUs are one range of indices (Cluster.gpus_of_node builds them so)
+        self._node_span = [(g[0], g[-1] + 1) if g else (0, 0) for g in self.node_gpus]
+        self._interference = speed.interference
 
     # ------------------------------------------------------------------ events
     def next_time(self) -> float | None:
@@ -199,24 +204,32 @@ class LiveState:
             self.busy_n.append(n)
         if fragmentation:
             dirty = self._dirty
-            self.frag.sample(t, self._server_stats(dirty) if dirty else [])
-            dirty.clear()
+            at = self.frag.sample_time(t)
+            if dirty:
+                self._log_servers(at, dirty, self.frag.log)
+                dirty.clear()
 
-    def _server_stats(self, servers: Iterable[int]) -> list[tuple[int, float, float, float]]:
-        """(server, k/n, mean predicted end, variance of the ends) of the busy GPUs of
-        each of ``servers`` (one loop: it runs for every server a job touches)."""
-        gpu_end, jobs_on, node_gpus, size = self.gpu_end, self.jobs_on, self.node_gpus, \
+    def _log_servers(self, at: int, servers: Iterable[int],
+                     log: list[tuple[int, int, float, float, float]]) -> None:
+        """Append (sample ``at``, server, k/n, mean predicted end, variance of the ends) of
+        the busy GPUs of each of ``servers`` to the fragmentation ``log`` (one loop: it runs
+        for every server a job touches)."""
+        gpu_end, jobs_on, span, size = self.gpu_end, self.jobs_on, self._node_span, \
             self.node_size
-        out = []
+        append = log.append
         for s in servers:
-            ends = [gpu_end[g] for g in node_gpus[s] if jobs_on[g]]
+            a, b = span[s]
+            ends = list(compress(gpu_end[a:b], jobs_on[a:b]))  # the busy GPUs' ends
             k = len(ends)
-            if k:
+            if k == 1:
+                m = ends[0]
+                d = m - m  # 0.0 (as the sum below gives it, NaN included)
+                append((at, s, 1 / size[s], m, d * d))
+            elif k:
                 m = sum(ends) / k
-                out.append((s, k / size[s], m, sum([(e - m) * (e - m) for e in ends]) / k))
+                append((at, s, k / size[s], m, sum([(e - m) * (e - m) for e in ends]) / k))
             else:
-                out.append((s, 0.0, 0.0, 1.0))
-        return out
+                append((at, s, 0.0, 0.0, 1.0))
 
     # ------------------------------------------------------------------ jobs
     def start(self, idx: int, gpu_ids: Sequence[str], t: float,
@@ -226,11 +239,9 @@ class LiveState:
         rec = self.records[idx]
         job = rec.job
         self.queue.remove(idx)
-        gpus = tuple(map(self.cluster.gpu_index.__getitem__, gpu_ids))
+        gpus = tuple(map(self._gpu_index.__getitem__, gpu_ids))
         rec.gpu_list = gpus
-        rec.gpus = np.array(gpus, dtype=np.int64)
-        rec.start = t
-        rec.last_t = t
+        rec.start = rec.last_t = t
         rec.work_left = rec.work
         task_nodes = None
         node_extra = None
@@ -246,22 +257,23 @@ class LiveState:
                 node_extra[n] = (cpu + c.cpu, ram + c.ram_gb)
             rec.node_extra = node_extra
         else:
-            rec.nodes = len(set(map(self.gpu_node.__getitem__, gpus)))
-        rec.base_rate, rec.locality_slowdown = self.speed.base_rate(job, gpus, task_nodes)
-        rec.rate = rec.base_rate
+            rec.nodes = 1 if len(gpus) == 1 else len(set(map(self.gpu_node.__getitem__, gpus)))
+        rec.rate, rec.locality_slowdown = self.speed.base_rate(job, gpus, task_nodes)
+        rec.base_rate = rec.rate
         self.running[idx] = rec
         on_gpu = self.on_gpu
         for g in gpus:
             on_gpu[g].append(idx)
-        self._hold(gpus, job.gpu_util or 0.0, job.gpu_mem_gb or 0.0, job.cpu_per_gpu,
-                   job.ram_gb_per_gpu, node_extra)
-        if self.speed.interference:
-            u = job.gpu_util or 0.0
+        u = job.gpu_util or 0.0
+        self._hold(gpus, u, job.gpu_mem_gb or 0.0, job.cpu_per_gpu, job.ram_gb_per_gpu,
+                   node_extra)
+        if self._interference:
             cum = self.cum_util
             for g in gpus:
                 cum[g] += u
             jobs_on = self.jobs_on
-            if any(jobs_on[g] > 1 for g in gpus):
+            if (jobs_on[gpus[0]] > 1 if len(gpus) == 1 else
+                    any([jobs_on[g] > 1 for g in gpus])):
                 rec.rate = rec.base_rate * self.speed.interference_factor(u, gpus, cum)
                 self._rerate(self._neighbours(gpus, idx), t)
             # alone on all its GPUs: U_g = u_j exactly, the factor is exactly 1.0
@@ -275,7 +287,6 @@ class LiveState:
         self._release(idx, t)
         rec.attempts.append((float(rec.start), t, rec.gpu_list))
         rec.start = None
-        rec.gpus = None
         rec.gpu_list = ()
         rec.work_left = rec.work
         rec.version += 1  # its completion in the heap is stale
@@ -306,7 +317,7 @@ class LiveState:
                      job.ram_gb_per_gpu, rec.node_extra)
         if self.exclusive:
             self._set_ends(gpus, 0.0)
-        if self.speed.interference:
+        if self._interference:
             u = job.gpu_util or 0.0
             cum = self.cum_util
             jobs_on = self.jobs_on
@@ -314,25 +325,39 @@ class LiveState:
                 cum[g] -= u
                 if not jobs_on[g]:
                     cum[g] = 0.0  # no float residue
-            self._rerate(self._neighbours(gpus, idx), t)
+            neighbours = self._neighbours(gpus, idx)
+            if neighbours:
+                self._rerate(neighbours, t)
         if not self.exclusive:
-            records = self.records
-            for g in gpus:
-                self._set_end(g, max((records[i].pred_end for i in self.on_gpu[g]),
-                                     default=0.0))
+            self._latest_ends(gpus)
 
     # ------------------------------------------------------------------ rates
     def _schedule_completion(self, idx: int, rec: JobRecord, t: float) -> None:
         rec.version += 1
         end = t + max(rec.work_left, 0.0) / rec.rate
         rec.pred_end = end
-        self._push(end, COMPLETE, idx, rec.version)
+        self._seq += 1
+        heapq.heappush(self._heap, (end, COMPLETE, self._seq, idx, rec.version))
         if self.exclusive:
             self._set_ends(rec.gpu_list, end)
         else:
-            records = self.records
-            for g in rec.gpu_list:
-                self._set_end(g, max(records[i].pred_end for i in self.on_gpu[g]))
+            self._latest_ends(rec.gpu_list)
+
+    def _latest_ends(self, gpus: Sequence[int]) -> None:
+        """Each of ``gpus``' predicted end: the latest of the jobs on it (0 when idle)."""
+        records, on_gpu, gpu_end, node_of = self.records, self.on_gpu, self.gpu_end, \
+            self.gpu_node
+        dirty = self._dirty
+        for g in gpus:
+            held = on_gpu[g]
+            if len(held) == 1:
+                end = records[held[0]].pred_end
+            elif held:
+                end = max([records[i].pred_end for i in held])
+            else:
+                end = 0.0
+            gpu_end[g] = end
+            dirty.add(node_of[g])
 
     def _rerate(self, idxs: Iterable[int], t: float) -> None:
         """Recompute the interference factor of running jobs ``idxs`` at time ``t``."""
@@ -369,24 +394,40 @@ class LiveState:
         """A job starts on GPU indices ``gpus`` with these per-GPU loads."""
         node_of, jobs_on, all_idle = self.gpu_node, self.jobs_on, self.idle
         util_of, mem_of = self.util, self.mem
-        before: dict[int, int] = {}  # server -> its idle count before (servers that change)
-        for g in gpus:
+        if len(gpus) == 1:  # most jobs: no per-server bookkeeping
+            g = gpus[0]
             if jobs_on[g] == 0:
                 s = node_of[g]
                 idle = all_idle[s]
-                if s not in before:
-                    before[s] = len(idle)
+                n = len(idle)
                 del idle[bisect.bisect_left(idle, g)]
+                self._set_idle(s, n, n - 1)
+                self.idle_total -= 1
             jobs_on[g] += 1
-            util_of[g] += util
-            mem_of[g] += mem
+        else:
+            before: dict[int, int] = {}  # server -> its idle count before (servers changed)
+            for g in gpus:
+                if jobs_on[g] == 0:
+                    s = node_of[g]
+                    idle = all_idle[s]
+                    if s not in before:
+                        before[s] = len(idle)
+                    del idle[bisect.bisect_left(idle, g)]
+                jobs_on[g] += 1
+            for s, n in before.items():  # one move per server in the index by idle count
+                k = len(all_idle[s])
+                self._set_idle(s, n, k)
+                self.idle_total -= n - k
+        if util:  # adding 0.0 changes no load (none is -0.0: idle loads are reset to 0.0)
+            for g in gpus:
+                util_of[g] += util
+        if mem:
+            for g in gpus:
+                mem_of[g] += mem
         if self.mem_log is not None:
             self.mem_log.extend(gpus)
-        for s, n in before.items():  # one move per server in the index by idle count
-            k = len(all_idle[s])
-            self._set_idle(s, n, k)
-            self.idle_total -= n - k
-        self._touched.update(gpus)
+        if self._arrays is not None:  # (built whole on first request)
+            self._touched.update(gpus)
         if cpu_per_gpu or ram_per_gpu:  # adding 0.0 changes no load
             node_cpu, node_ram = self.node_cpu, self.node_ram
             for g in gpus:
@@ -397,7 +438,8 @@ class LiveState:
             for n, (cpu, ram) in node_extra.items():
                 self.node_cpu[n] += cpu
                 self.node_ram[n] += ram
-            self._touched_nodes.update(node_extra)
+            if self._arrays is not None:
+                self._touched_nodes.update(node_extra)
         self.version += 1
 
     def _unhold(self, gpus: Sequence[int], util: float, mem: float, cpu_per_gpu: float,
@@ -408,11 +450,16 @@ class LiveState:
         util_of, mem_of = self.util, self.mem
         for g in gpus:
             jobs_on[g] -= 1
-            util_of[g] -= util
-            mem_of[g] -= mem
+        if util:  # subtracting 0.0 changes no load
+            for g in gpus:
+                util_of[g] -= util
+        if mem:
+            for g in gpus:
+                mem_of[g] -= mem
         if self.mem_log is not None:
             self.mem_log.extend(gpus)
-        self._touched.update(gpus)
+        if self._arrays is not None:
+            self._touched.update(gpus)
         if cpu_per_gpu or ram_per_gpu:  # subtracting 0.0 changes no load
             node_cpu, node_ram = self.node_cpu, self.node_ram
             for g in gpus:
@@ -423,29 +470,42 @@ class LiveState:
             for n, (cpu, ram) in node_extra.items():
                 self.node_cpu[n] -= cpu
                 self.node_ram[n] -= ram
-            self._touched_nodes.update(node_extra)
-        before: dict[int, int] = {}
-        for g in gpus:
+            if self._arrays is not None:
+                self._touched_nodes.update(node_extra)
+        if len(gpus) == 1:
+            g = gpus[0]
             if jobs_on[g] == 0:
                 util_of[g] = mem_of[g] = 0.0  # no float residue on idle GPUs
                 s = node_of[g]
                 idle = all_idle[s]
-                if s not in before:
-                    before[s] = len(idle)
+                n = len(idle)
                 bisect.insort(idle, g)
-        for s, n in before.items():
-            k = len(all_idle[s])
-            self._set_idle(s, n, k)
-            self.idle_total += k - n
+                self._set_idle(s, n, n + 1)
+                self.idle_total += 1
+        else:
+            before: dict[int, int] = {}
+            for g in gpus:
+                if jobs_on[g] == 0:
+                    util_of[g] = mem_of[g] = 0.0
+                    s = node_of[g]
+                    idle = all_idle[s]
+                    if s not in before:
+                        before[s] = len(idle)
+                    bisect.insort(idle, g)
+            for s, n in before.items():
+                k = len(all_idle[s])
+                self._set_idle(s, n, k)
+                self.idle_total += k - n
         self.version += 1
 
-    def _set_end(self, g: int, end: float) -> None:
-        """Predicted end of the latest job on GPU ``g`` (0 when idle)."""
-        self.gpu_end[g] = end
-        self._dirty.add(self.gpu_node[g])
-
     def _set_ends(self, gpus: Sequence[int], end: float) -> None:
-        """:meth:`_set_end` of each of ``gpus`` (exclusive GPUs: one end for all)."""
+        """Predicted end ``end`` of the latest job on each of ``gpus`` (exclusive GPUs: one
+        end for all; 0 when idle)."""
+        if len(gpus) == 1:
+            g = gpus[0]
+            self.gpu_end[g] = end
+            self._dirty.add(self.gpu_node[g])
+            return
         gpu_end = self.gpu_end
         for g in gpus:
             gpu_end[g] = end

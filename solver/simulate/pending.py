@@ -62,45 +62,56 @@ class PendingQueue:
 
     def add(self, idx: int) -> None:
         """Append job ``idx`` (arrivals come in order)."""
-        p = self._pos[idx] = len(self._order)
-        self._order.append(idx)
+        order = self._order
+        p = self._pos[idx] = len(order)
+        order.append(idx)
         self._alive.append(True)
         if p == len(self._order_np):
             self._order_np = np.concatenate([self._order_np, np.zeros(p, dtype=np.int64)])
             self._alive_np = np.concatenate([self._alive_np, np.zeros(p, dtype=bool)])
         self._order_np[p] = idx
         self._alive_np[p] = True
-        submit = self._jobs[idx].submit_time
+        job = self._jobs[idx]
+        submit = job.submit_time
         if submit < self._last_submit:
             self.in_arrival_order = False
         self._last_submit = submit
-        self._added += 1
-        self._seq[idx] = self._added
-        for index in self._sorted.values():
-            index.add(idx, self._added)
-        n = self._jobs[idx].num_gpus
+        added = self._added = self._added + 1
+        self._seq[idx] = added
+        if self._sorted:
+            for index in self._sorted.values():
+                index.add(idx, added)
+        n = job.num_gpus
         if n is not None:
-            self.demand[n] += 1
+            demand = self.demand
+            demand[n] = demand.get(n, 0) + 1
         self.version += 1
 
     def remove(self, idx: int) -> None:
         """Take job ``idx`` out of the queue (it started)."""
         p = self._pos.pop(idx)
-        self._alive[p] = False
+        alive = self._alive
+        alive[p] = False
         self._alive_np[p] = False
         seq = self._seq.pop(idx)
-        for index in self._sorted.values():
-            index.remove(idx, seq)
-        self._dead += 1
+        if self._sorted:
+            for index in self._sorted.values():
+                index.remove(idx, seq)
         n = self._jobs[idx].num_gpus
         if n is not None:
-            self.demand[n] -= 1
-            if not self.demand[n]:
-                del self.demand[n]
-        while self._head < len(self._order) and not self._alive[self._head]:
-            self._head += 1
-            self._dead -= 1
-        if self._dead > 64 and self._dead > len(self._pos):
+            demand = self.demand
+            left = demand[n] - 1
+            if left:
+                demand[n] = left
+            else:
+                del demand[n]
+        dead = self._dead + 1
+        head, end = self._head, len(self._order)
+        while head < end and not alive[head]:
+            head += 1
+            dead -= 1
+        self._head, self._dead = head, dead
+        if dead > 64 and dead > len(self._pos):
             self._compact()
         self.version += 1
 
@@ -137,7 +148,10 @@ class PendingQueue:
         changes; read-only)."""
         if self._records is None or self._records[0] != self.version:
             h, e = self._head, len(self._order)
-            order = self._order_np[h:e][self._alive_np[h:e]]
+            if self._dead:
+                order = self._order_np[h:e][self._alive_np[h:e]]
+            else:  # no tombstone past the head: a plain copy
+                order = self._order_np[h:e].copy()
             order.flags.writeable = False
             self._records = (self.version, order)
         return self._records[1]

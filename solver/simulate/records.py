@@ -70,7 +70,7 @@ class Policy:
         return self.method + (f"[{self.backend}]" if self.backend else "")
 
 
-@dataclass
+@dataclass(slots=True)  # slots: the engine sets ~10 fields per start
 class JobRecord:
     """What happened to one job (``gpus``: GPU indices in the cluster, once started)."""
 
@@ -78,7 +78,6 @@ class JobRecord:
     work: float
     start: float | None = None
     end: float | None = None
-    gpus: np.ndarray | None = None
     nodes: int = 0
     locality_slowdown: float = 1.0
     base_rate: float = 1.0
@@ -93,6 +92,25 @@ class JobRecord:
     attempts: list[tuple[float, float, tuple[int, ...]]] = field(default_factory=list)
     """Earlier runs ended by a requeue: (start, requeue time, GPU indices); their progress
     is lost (the job restarts from its full work)."""
+    _gpus: tuple[tuple[int, ...], np.ndarray | None] | None = field(default=None, repr=False,
+                                                             compare=False)
+
+    @property
+    def gpus(self) -> np.ndarray | None:
+        """GPU indices (int64) of the current or last run (``gpu_list`` as an array); None
+        while the job has not started. Built on first read (a start costs no array); a
+        value set holds until the job starts again."""
+        cached = self._gpus
+        if cached is not None and cached[0] is self.gpu_list:
+            return cached[1]
+        if self.start is None:
+            return None
+        self._gpus = (self.gpu_list, np.array(self.gpu_list, dtype=np.int64))
+        return self._gpus[1]
+
+    @gpus.setter
+    def gpus(self, value: np.ndarray | None) -> None:
+        self._gpus = (self.gpu_list, value)
 
 
 @dataclass

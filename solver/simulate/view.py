@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -57,10 +58,11 @@ class LazyRunning(Sequence[RunningJob]):
     meanwhile).
     """
 
-    def __init__(self, make: Callable[[], list[RunningJob]], count: int,
-                 state: LiveState, observed: bool) -> None:
-        self._make = make
-        self._count = count
+    __slots__ = ("_t", "_count", "_items", "_state", "_observed")
+
+    def __init__(self, state: LiveState, t: float, observed: bool) -> None:
+        self._t = t
+        self._count = len(state.running)
         self._items: tuple[RunningJob, ...] | None = None
         self._state = state
         self._observed = observed
@@ -87,7 +89,7 @@ class LazyRunning(Sequence[RunningJob]):
 
     def _all(self) -> tuple[RunningJob, ...]:
         if self._items is None:
-            self._items = tuple(self._make())
+            self._items = tuple(running_jobs(self._state, self._t, self._observed))
         return self._items
 
     def materialize(self) -> None:
@@ -114,18 +116,52 @@ class LazyRunning(Sequence[RunningJob]):
 
 def lazy_running(state: LiveState, t: float, observed: bool) -> LazyRunning:
     """:func:`running_jobs` at ``t``, built on first access."""
-    return LazyRunning(lambda: running_jobs(state, t, observed), len(state.running), state,
-                       observed)
+    return LazyRunning(state, t, observed)
+
+
+class InstanceMaker:
+    """Builds the Instances of one run (its problem, cluster and params) at every decision
+    without the dataclass constructor (a frozen dataclass sets each field through
+    ``object.__setattr__``, several µs a call, paid at every decision).
+
+    The fields come from a template the constructor built once, so a new field's default
+    is kept; ``Instance`` has no ``__post_init__`` (checked here), so the result equals
+    ``Instance(...)`` with the same fields.
+    """
+
+    __slots__ = ("_fields",)
+
+    def __init__(self, workload: Instance, cluster: Any) -> None:
+        template = Instance(problem=workload.problem, cluster=cluster, jobs=(),
+                            params=workload.params)
+        names = {f.name for f in dataclasses.fields(Instance)}
+        if hasattr(Instance, "__post_init__") or set(template.__dict__) != names:
+            raise TypeError("Instance derives fields on construction: build it with "
+                            "Instance(...) instead")
+        self._fields = dict(template.__dict__)
+
+    def __call__(self, jobs: tuple[Job, ...], running: Sequence[RunningJob], time: float,
+                 name: str = "") -> Instance:
+        """An Instance of these ``jobs`` and ``running`` jobs at ``time``."""
+        inst = object.__new__(Instance)
+        d = inst.__dict__
+        d.update(self._fields)
+        d["jobs"] = jobs
+        d["running"] = running
+        d["time"] = time
+        d["name"] = name
+        d["provenance"] = {}  # a fresh mapping, as the default factory gives
+        return inst
 
 
 def snapshot(state: LiveState, workload: Instance, t: float, jobs: tuple[Job, ...] | None,
-             observed: bool) -> Instance:
+             observed: bool, make: InstanceMaker | None = None) -> Instance:
     """The state at ``t`` as an Instance: the pending queue, or ``jobs`` (a prefix of it).
 
     The derived loads (``gpu_busy``, ``gpu_usage``, ``node_usage``, ``idle_by_server``,
     ``job_index``, ``job_columns``) are seeded from the live state instead of being
     recomputed from the running jobs and the queue; they are the same numbers
-    (``tests/test_sim_engine.py`` checks it).
+    (``tests/test_sim_engine.py`` checks it). ``make``: the run's :class:`InstanceMaker`.
     """
     seeded: dict[str, Any] = state.arrays()
     if jobs is None:
@@ -133,9 +169,13 @@ def snapshot(state: LiveState, workload: Instance, t: float, jobs: tuple[Job, ..
         seeded.update(job_index=state.queue.job_index(), job_columns=state.queue.columns())
     else:
         seeded["job_index"] = {job.id: i for i, job in enumerate(jobs)}
-    snap = Instance(problem=workload.problem, cluster=state.cluster, jobs=jobs,
-                    params=workload.params, running=lazy_running(state, t, observed), time=t,
-                    name=f"{workload.name or 'workload'}@{t:g}")
+    name = f"{workload.name or 'workload'}@{t:g}"
+    if make is None:
+        snap = Instance(problem=workload.problem, cluster=state.cluster, jobs=jobs,
+                        params=workload.params, running=lazy_running(state, t, observed),
+                        time=t, name=name)
+    else:
+        snap = make(jobs, lazy_running(state, t, observed), t, name)
     snap.__dict__.update(seeded)
     return snap
 
