@@ -25,6 +25,7 @@ import numpy as np
 
 from dlsched.decision import Decision, Placement
 from dlsched.jobs import Job, JobColumns
+from dlsched.problems.horus import HorusParams, job_share_costs, single_function
 from dlsched.state import EPS, ClusterState
 
 SHARES = "shares"
@@ -216,3 +217,125 @@ def decision_of(view: Any, jobs: Sequence[Job], placed: list[tuple[int, list[int
     ids = view.cluster.gpu_ids
     return Decision.of(Placement(jobs[j].id, tuple(ids[g] for g in sorted(gpus)))
                        for j, gpus in placed)
+
+
+def top_k(costs: np.ndarray, candidates: np.ndarray | None, k: int) -> list[int]:
+    """The ``k`` cheapest of ``candidates`` (ascending GPU indices; all GPUs when None;
+    ``costs`` at them), by (cost, index): ``horus._cheapest_gpus`` on a server room that
+    never binds."""
+    if k == 1 and len(costs):
+        h = int(costs.argmin())  # the first smallest: the lowest index among ties
+        if costs[h] == costs[h]:  # (a NaN, which argmin would return, sorts last)
+            return [h if candidates is None else int(candidates[h])]
+    if candidates is None:
+        if len(costs) <= 512:  # one stable sort: ties stay in index order
+            return np.argsort(costs, kind="stable")[:k].tolist()
+        candidates = np.arange(len(costs))
+    if len(candidates) > 2 * k + 16:
+        # only the costs up to the k-th smallest (all of them: ties at the cut are
+        # ordered by index among themselves)
+        cut = np.partition(costs, k - 1)[k - 1]
+        first = np.flatnonzero(costs <= cut)
+        return candidates[first[np.lexsort((candidates[first], costs[first]))][:k]].tolist()
+    return candidates[np.lexsort((candidates, costs))][:k].tolist()
+
+
+class CheapestLive:
+    """Greedy's choice for a job without CPU or RAM shares as a :data:`Take` on the live
+    view's loads: ``horus._greedy_pickers``' ``plain`` then ``ClusterState.place``, that
+    is the λ GPUs whose share fits with the smallest Eq. 7 cost on the loads left by the
+    jobs placed earlier in the call (ties: lower index).
+
+    On a cluster of one GPU type with memory on every GPU (``single_function``) the costs
+    are :func:`~dlsched.problems.horus.job_share_costs`' operations on every GPU at once
+    (the formula is elementwise: the same numbers at the fitting GPUs), the others priced
+    +inf; a choice that is not among the fitting GPUs (a NaN or infinite cost) is made
+    again exactly as ``plain`` makes it. The loads are read at the first job taken (a
+    call that places nothing reads nothing), and a placement patches only its GPUs, when
+    the next job is taken.
+    """
+
+    __slots__ = ("_view", "_p", "_f", "_cap", "_free", "_used", "_util", "_own", "_due")
+
+    def __init__(self, view: Any, p: HorusParams) -> None:
+        self._view = view
+        self._p = p
+        self._free: np.ndarray | None = None
+        self._due: tuple[list[int], float, float] | None = None
+
+    def _load(self) -> None:
+        c = self._view.cluster
+        util, mem = self._view.loads(copy=False)["gpu_usage"]  # read only: copied to change
+        self._cap = cap = c.gpu_mem_gb
+        self._free = cap - mem  # a new array: live_state's free memory
+        self._util = util
+        self._own = False
+        self._f = single_function(self._p, c.gpu_type, cap)
+        # the memory in use as job_share_costs computes it (cap - free), kept per GPU
+        self._used = cap - self._free if self._f is not None else None
+
+    def _settle(self) -> None:
+        """Apply the last placement to the arrays (``ClusterState.place``'s updates)."""
+        gpus, mem, util = self._due
+        self._due = None
+        if not self._own:
+            self._util = self._util.copy()
+            self._own = True
+        free, used = self._free, self._used
+        if len(gpus) == 1:
+            g = gpus[0]
+            free[g] -= mem
+            self._util[g] += util
+            if used is not None:
+                used[g] = self._cap[g] - free[g]
+            return
+        at = np.asarray(gpus, dtype=np.int64)
+        free[at] -= mem
+        self._util[at] += util
+        if used is not None:
+            used[at] = self._cap[at] - free[at]
+
+    def take(self, job: Job, keys: Keys) -> tuple[Keys, list[int]]:
+        """:data:`Take`: ``job``'s GPUs and the free-memory entries after it is placed."""
+        if self._free is None:
+            self._load()
+        elif self._due is not None:
+            self._settle()
+        low = (job.gpu_mem_gb or 0.0) - EPS
+        # keys hold the same floats as the free memory: every GPU fits when the least does
+        everywhere = -keys[-1][0] >= low
+        chosen = self._cheapest(job, low, everywhere)
+        free = self._free
+        if not all(free[g] >= low for g in chosen):
+            chosen = self._exact(job, low)
+        mem = job.gpu_mem_gb or 0.0
+        old = free[chosen].tolist()
+        self._due = (chosen, mem, job.gpu_util or 0.0)
+        return moved(keys, chosen, old, [f - mem for f in old]), chosen
+
+    def _cheapest(self, job: Job, low: float, everywhere: bool) -> list[int]:
+        f = self._f
+        if f is None:
+            return self._exact(job, low)
+        p = self._p
+        x = (self._util + job.gpu_util) / 100.0
+        slope, intercept = f.line
+        top = x.max()
+        if top > 1.0 or top != top:  # (a NaN hides the maximum)
+            a2, a1, a0 = f.quadratic
+            interference = np.where(x > 1.0, (a2 * x + a1) * x + a0, slope * x + intercept)
+        else:
+            interference = slope * x + intercept
+        cost = p.w_mem * ((self._used + job.gpu_mem_gb) / self._cap) + p.w_util * interference
+        if not everywhere:
+            cost = np.where(self._free >= low, cost, np.inf)
+        return top_k(cost, None, job.num_gpus)
+
+    def _exact(self, job: Job, low: float) -> list[int]:
+        """``plain``'s own steps: the costs at the fitting GPUs only."""
+        free = self._free
+        candidates = np.flatnonzero(free >= low)
+        c = self._view.cluster
+        costs = job_share_costs(self._p, c.gpu_type, self._cap, self._util, free,
+                                job.gpu_util, job.gpu_mem_gb, candidates)
+        return top_k(costs, candidates, job.num_gpus)

@@ -179,11 +179,10 @@ def job_share_costs(p: HorusParams, gpu_type: tuple[str, ...], cap: np.ndarray,
     """:func:`share_costs` of one job on GPUs ``gpus``, with the memory in use given as
     ``cap - free_mem`` (the same numbers, in fewer array steps when the cluster has one
     GPU type and no GPU without memory)."""
-    types = _type_columns(gpu_type)
-    if len(types) != 1 or not _all_positive(cap):
+    f = single_function(p, gpu_type, cap)
+    if f is None:
         return share_costs(p, gpu_type, cap, util, cap - free_mem, np.array([job_util]),
                            np.array([job_mem]), gpus=gpus)[0]
-    f = p.interference[types[0][0]]
     a2, a1, a0 = f.quadratic
     slope, intercept = f.line
     c = cap[gpus]
@@ -191,6 +190,16 @@ def job_share_costs(p: HorusParams, gpu_type: tuple[str, ...], cap: np.ndarray,
     # the operations of share_costs and InterferenceFunction.__call__, one row
     interference = np.where(x > 1.0, (a2 * x + a1) * x + a0, slope * x + intercept)
     return p.w_mem * (((c - free_mem[gpus]) + job_mem) / c) + p.w_util * interference
+
+
+def single_function(p: HorusParams, gpu_type: tuple[str, ...], cap: np.ndarray
+                    ) -> InterferenceFunction | None:
+    """The interference function of every GPU when the cluster has one GPU type and no
+    GPU without memory (:func:`job_share_costs`' case of fewer array steps), else None."""
+    types = _type_columns(gpu_type)
+    if len(types) != 1 or not _all_positive(cap):
+        return None
+    return p.interference[types[0][0]]
 
 
 _LAST_CAP: tuple = (None, False)  # the last capacity array asked about, and the answer
