@@ -17,7 +17,7 @@ simulator's fast mode with its full mode.
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -147,8 +147,10 @@ def pack_live(view: Any, take: Take) -> list[tuple[int, list[int]]] | None:
     placed: list[tuple[int, list[int]]] = []
     done: set[int] = set()
     pos = 0
-    # jobs before pos that were not placed did not fit on more free memory than now
-    while _some_fit(keys, groups, done):
+    # jobs before pos that were not placed did not fit on more free memory than now. No
+    # _some_fit before the first search: the start guard asked it (when it says no job
+    # fits, _first_fit finds none either), and it only spares a search of the queue.
+    while True:
         i = _first_fit(keys, groups, records, pos, arrays)
         if i is None:
             break
@@ -157,6 +159,8 @@ def pack_live(view: Any, take: Take) -> list[tuple[int, list[int]]] | None:
         placed.append((i, gpus))
         done.add(r)
         pos = i + 1
+        if not _some_fit(keys, groups, done):
+            break
     return placed
 
 
@@ -240,6 +244,9 @@ def top_k(costs: np.ndarray, candidates: np.ndarray | None, k: int) -> list[int]
     return candidates[np.lexsort((candidates, costs))][:k].tolist()
 
 
+_FEW = 16  # at most this many fitting GPUs: priced one by one (fewer steps than arrays)
+
+
 class CheapestLive:
     """Greedy's choice for a job without CPU or RAM shares as a :data:`Take` on the live
     view's loads: ``horus._greedy_pickers``' ``plain`` then ``ClusterState.place``, that
@@ -302,9 +309,13 @@ class CheapestLive:
         elif self._due is not None:
             self._settle()
         low = (job.gpu_mem_gb or 0.0) - EPS
-        # keys hold the same floats as the free memory: every GPU fits when the least does
-        everywhere = -keys[-1][0] >= low
-        chosen = self._cheapest(job, low, everywhere)
+        # keys hold the same floats as the free memory: the GPUs that fit open them
+        fit = bisect_right(keys, (-low, len(keys)))
+        chosen = None
+        if fit <= _FEW:
+            chosen = self._few(job, keys[:fit])
+        if chosen is None:
+            chosen = self._cheapest(job, low, fit == len(keys))
         free = self._free
         if not all(free[g] >= low for g in chosen):
             chosen = self._exact(job, low)
@@ -312,6 +323,29 @@ class CheapestLive:
         old = free[chosen].tolist()
         self._due = (chosen, mem, job.gpu_util or 0.0)
         return moved(keys, chosen, old, [f - mem for f in old]), chosen
+
+    def _few(self, job: Job, head: Keys) -> list[int] | None:
+        """The choice among the GPUs of ``head`` (the fitting ones, few) priced one by one
+        in Python floats (the same IEEE operations as the arrays'); None when the costs
+        cannot be ranked so (no single function, or a NaN)."""
+        f = self._f
+        if f is None or len(head) < job.num_gpus:
+            return None
+        p = self._p
+        cap, used, util = self._cap, self._used, self._util
+        a2, a1, a0 = f.quadratic
+        slope, intercept = f.line
+        jm, ju, w_mem, w_util = job.gpu_mem_gb, job.gpu_util, p.w_mem, p.w_util
+        ranked = []
+        for _, g in head:
+            x = (float(util[g]) + ju) / 100.0
+            inter = (a2 * x + a1) * x + a0 if x > 1.0 else slope * x + intercept
+            cost = w_mem * ((float(used[g]) + jm) / float(cap[g])) + w_util * inter
+            if cost != cost:
+                return None
+            ranked.append((cost, g))
+        ranked.sort()
+        return [g for _, g in ranked[:job.num_gpus]]
 
     def _cheapest(self, job: Job, low: float, everywhere: bool) -> list[int]:
         f = self._f
