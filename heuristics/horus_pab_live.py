@@ -119,10 +119,6 @@ def _round(view: Any, records: np.ndarray, memory: _Memory, requeue: list[str],
     open (``pab``'s ``place``)."""
     if not len(records):
         return [], {}
-    head = None if requeue or not serial or memory.shares else _head_on_keys(view, records,
-                                                                              memory)
-    if head is not None:
-        return [(0, head)], _probe(view, records[0], head, running)
     waiting = memory.flags[records] if memory.requeued else None
     c = view.cluster
     blocked = blocked_gpus(c.num_gpus, requeue, running.get(), {}) if requeue else None
@@ -150,36 +146,9 @@ def _round(view: Any, records: np.ndarray, memory: _Memory, requeue: list[str],
     if found is None:
         return [], {}
     j, chosen = found
-    return [found], _probe(view, records[j], chosen, running)
-
-
-def _probe(view: Any, record: int, chosen: list[int], running: _Running
-           ) -> dict[str, dict[str, float]]:
-    """The probe a placement opens: the speeds of the jobs on its GPUs now."""
     others = {o for g in chosen for o in running.jobs_on(g)}
-    return {view.workload_jobs[record].id: speeds_before(others, running.rate_factor)}
-
-
-def _head_on_keys(view: Any, records: np.ndarray, memory: _Memory) -> list[int] | None:
-    """The serial round's placement when the queue's head takes it on the view's
-    free-memory order (``SimView.free_memory_order``), else None (the arrays decide).
-
-    With no GPU blocked and a head that may take busy GPUs, every GPU is usable: the head
-    fits when the ``num_gpus``-th largest free memory holds its share, and then takes the
-    ``num_gpus`` GPUs with the most free memory, ties by index (:func:`_first_fit`'s
-    first case): the order's first entries.
-    """
-    r = int(records[0])
-    if memory.requeued and memory.flags[r]:
-        return None
-    n = memory.need[r]
-    keys = view.free_memory_order()
-    if not 1 <= n <= len(keys) or n != int(n):
-        return None
-    n = int(n)
-    if -keys[n - 1][0] >= memory.mem[r]:
-        return [g for _, g in keys[:n]]
-    return None
+    return [found], {view.workload_jobs[records[j]].id: speeds_before(others,
+                                                                      running.rate_factor)}
 
 
 def _first_fit(free: np.ndarray, busy: np.ndarray, mem: np.ndarray, need: np.ndarray,
