@@ -316,11 +316,12 @@ class CheapestLive:
             chosen = self._few(job, keys[:fit])
         if chosen is None:
             chosen = self._cheapest(job, low, fit == len(keys))
-        free = self._free
-        if not all(free[g] >= low for g in chosen):
+        item = self._free.item
+        old = [item(g) for g in chosen]
+        if not all(f >= low for f in old):
             chosen = self._exact(job, low)
+            old = [item(g) for g in chosen]
         mem = job.gpu_mem_gb or 0.0
-        old = free[chosen].tolist()
         self._due = (chosen, mem, job.gpu_util or 0.0)
         return moved(keys, chosen, old, [f - mem for f in old]), chosen
 
@@ -352,17 +353,26 @@ class CheapestLive:
         if f is None:
             return self._exact(job, low)
         p = self._p
-        x = (self._util + job.gpu_util) / 100.0
+        # job_share_costs' operations in place (the same IEEE results); both branches of
+        # f are taken on every GPU, as there (almost every call has a GPU past 100 %)
+        x = self._util + job.gpu_util
+        x /= 100.0
+        a2, a1, a0 = f.quadratic
         slope, intercept = f.line
-        top = x.max()
-        if top > 1.0 or top != top:  # (a NaN hides the maximum)
-            a2, a1, a0 = f.quadratic
-            interference = np.where(x > 1.0, (a2 * x + a1) * x + a0, slope * x + intercept)
-        else:
-            interference = slope * x + intercept
-        cost = p.w_mem * ((self._used + job.gpu_mem_gb) / self._cap) + p.w_util * interference
+        quad = a2 * x
+        quad += a1
+        quad *= x
+        quad += a0
+        line = slope * x
+        line += intercept
+        interference = np.where(x > 1.0, quad, line)
+        interference *= p.w_util
+        cost = self._used + job.gpu_mem_gb
+        cost /= self._cap
+        cost *= p.w_mem
+        cost += interference
         if not everywhere:
-            cost = np.where(self._free >= low, cost, np.inf)
+            cost[self._free < low] = np.inf
         return top_k(cost, None, job.num_gpus)
 
     def _exact(self, job: Job, low: float) -> list[int]:
