@@ -355,7 +355,7 @@ class CheapestLive:
         p = self._p
         # job_share_costs' operations in place (the same IEEE results); both branches of
         # f are taken on every GPU, as there (almost every call has a GPU past 100 %)
-        x = self._util + job.gpu_util
+        x = np.add(self._util, job.gpu_util, dtype=np.float64)
         x /= 100.0
         a2, a1, a0 = f.quadratic
         slope, intercept = f.line
@@ -367,7 +367,7 @@ class CheapestLive:
         line += intercept
         interference = np.where(x > 1.0, quad, line)
         interference *= p.w_util
-        cost = self._used + job.gpu_mem_gb
+        cost = np.add(self._used, job.gpu_mem_gb, dtype=np.float64)
         cost /= self._cap
         cost *= p.w_mem
         cost += interference

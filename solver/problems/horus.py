@@ -185,11 +185,25 @@ def job_share_costs(p: HorusParams, gpu_type: tuple[str, ...], cap: np.ndarray,
                            np.array([job_mem]), gpus=gpus)[0]
     a2, a1, a0 = f.quadratic
     slope, intercept = f.line
+    # the operations of share_costs and InterferenceFunction.__call__ on one row, in
+    # place where an array is this call's own (the same IEEE results, fewer temporaries)
+    x = np.add(util[gpus], job_util, dtype=np.float64)
+    x /= 100.0
+    quad = a2 * x
+    quad += a1
+    quad *= x
+    quad += a0
+    line = slope * x
+    line += intercept
+    interference = np.where(x > 1.0, quad, line)
+    interference *= p.w_util
     c = cap[gpus]
-    x = (util[gpus] + job_util) / 100.0
-    # the operations of share_costs and InterferenceFunction.__call__, one row
-    interference = np.where(x > 1.0, (a2 * x + a1) * x + a0, slope * x + intercept)
-    return p.w_mem * (((c - free_mem[gpus]) + job_mem) / c) + p.w_util * interference
+    cost = np.subtract(c, free_mem[gpus], dtype=np.float64)
+    cost += job_mem
+    cost /= c
+    cost *= p.w_mem
+    cost += interference
+    return cost
 
 
 def single_function(p: HorusParams, gpu_type: tuple[str, ...], cap: np.ndarray
