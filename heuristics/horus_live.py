@@ -366,10 +366,12 @@ class CheapestLive:
         line = slope * x
         line += intercept
         interference = np.where(x > 1.0, quad, line)
-        interference *= p.w_util
+        if p.w_util != 1.0:  # (v * 1.0 is v: the default weights cost no step)
+            interference *= p.w_util
         cost = np.add(self._used, job.gpu_mem_gb, dtype=np.float64)
         cost /= self._cap
-        cost *= p.w_mem
+        if p.w_mem != 1.0:
+            cost *= p.w_mem
         cost += interference
         if not everywhere:
             cost[self._free < low] = np.inf

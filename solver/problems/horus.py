@@ -195,12 +195,14 @@ def job_share_costs(p: HorusParams, gpu_type: tuple[str, ...], cap: np.ndarray,
     line = slope * x
     line += intercept
     interference = np.where(x > 1.0, quad, line)
-    interference *= p.w_util
+    if p.w_util != 1.0:  # (v * 1.0 is v: the default weights cost no step)
+        interference *= p.w_util
     c = cap[gpus]
     cost = np.subtract(c, free_mem[gpus], dtype=np.float64)
     cost += job_mem
     cost /= c
-    cost *= p.w_mem
+    if p.w_mem != 1.0:
+        cost *= p.w_mem
     cost += interference
     return cost
 
