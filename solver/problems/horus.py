@@ -458,6 +458,3 @@ class HorusProblem(Problem):
 
 
 register_problem(HorusProblem())
-
-# the rate models of the simulator (registered there)
-from . import horus_rates  # noqa: E402,F401
