@@ -41,15 +41,15 @@ from dlsched.state import (
 )
 
 from .horus_live import (
-    Keys,
+    CheapestLive,
     Pending,
     decision_of,
     live_state,
     may_start,
     most_free,
-    moved,
     pack_live,
 )
+from .horus_live import top_k as _top_k
 from .horus_queues import buffer_order, job_features, weighted_fair_pick  # noqa: F401
 from .kmeans import kmeans_l1, normalize_columns
 
@@ -107,27 +107,6 @@ def _cheapest_of(state: ClusterState, job: Job, costs: np.ndarray, candidates: n
     if _walk(order[done:], node_of, room, job.num_gpus, chosen):
         return chosen
     return None
-
-
-def _top_k(costs: np.ndarray, candidates: np.ndarray | None, k: int) -> list[int]:
-    """The ``k`` cheapest of ``candidates`` (ascending GPU indices; all GPUs when None;
-    ``costs`` at them), by (cost, index): :func:`_cheapest_gpus` on a server room that
-    never binds."""
-    if k == 1 and len(costs):
-        h = int(costs.argmin())  # the first smallest: the lowest index among ties
-        if costs[h] == costs[h]:  # (a NaN, which argmin would return, sorts last)
-            return [h if candidates is None else int(candidates[h])]
-    if candidates is None:
-        if len(costs) <= 512:  # one stable sort: ties stay in index order
-            return np.argsort(costs, kind="stable")[:k].tolist()
-        candidates = np.arange(len(costs))
-    if len(candidates) > 2 * k + 16:
-        # only the costs up to the k-th smallest (all of them: ties at the cut are
-        # ordered by index among themselves)
-        cut = np.partition(costs, k - 1)[k - 1]
-        first = np.flatnonzero(costs <= cut)
-        return candidates[first[np.lexsort((candidates[first], costs[first]))][:k]].tolist()
-    return candidates[np.lexsort((candidates, costs))][:k].tolist()
 
 
 _PLAN: tuple = (None, None)  # the last queue's columns and what _plan made of them
@@ -461,22 +440,15 @@ def obp_live(view: Any) -> Decision:
 
 def greedy_live(view: Any, *, queues: int | None = None, refill: bool = True) -> Decision:
     """``greedy`` on the live view (β unset: one buffer of the whole queue)."""
-    state, jobs = live_state(view)
     p = parse_horus_params(view.params)
-    placed = None
     if view.queue_in_arrival_order:
-        plain = _greedy_pickers(state, p)[0]
-
-        def take(job: Job, keys: Keys) -> tuple[Keys, list[int]]:
-            gpus = plain(job)
-            old = state.free_mem[gpus].tolist()
-            state.place(job, gpus)
-            return moved(keys, gpus, old, state.free_mem[gpus].tolist()), gpus
-
-        placed = pack_live(view, take)
-    if placed is None:
-        placed = greedy_round(state, jobs, view.queue_columns(), view.time, p,
-                              queues=queues, refill=refill)
+        placed = pack_live(view, CheapestLive(view, p).take)
+        if placed is not None:
+            return decision_of(view, Pending(view.queue_records(), view.workload_jobs),
+                               placed)
+    state, jobs = live_state(view)
+    placed = greedy_round(state, jobs, view.queue_columns(), view.time, p,
+                          queues=queues, refill=refill)
     return decision_of(view, jobs, placed)
 
 

@@ -17,7 +17,7 @@ simulator's fast mode with its full mode.
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,6 +25,7 @@ import numpy as np
 
 from dlsched.decision import Decision, Placement
 from dlsched.jobs import Job, JobColumns
+from dlsched.problems.horus import HorusParams, job_share_costs, single_function
 from dlsched.state import EPS, ClusterState
 
 SHARES = "shares"
@@ -146,8 +147,10 @@ def pack_live(view: Any, take: Take) -> list[tuple[int, list[int]]] | None:
     placed: list[tuple[int, list[int]]] = []
     done: set[int] = set()
     pos = 0
-    # jobs before pos that were not placed did not fit on more free memory than now
-    while _some_fit(keys, groups, done):
+    # jobs before pos that were not placed did not fit on more free memory than now. No
+    # _some_fit before the first search: the start guard asked it (when it says no job
+    # fits, _first_fit finds none either), and it only spares a search of the queue.
+    while True:
         i = _first_fit(keys, groups, records, pos, arrays)
         if i is None:
             break
@@ -156,6 +159,8 @@ def pack_live(view: Any, take: Take) -> list[tuple[int, list[int]]] | None:
         placed.append((i, gpus))
         done.add(r)
         pos = i + 1
+        if not _some_fit(keys, groups, done):
+            break
     return placed
 
 
@@ -216,3 +221,167 @@ def decision_of(view: Any, jobs: Sequence[Job], placed: list[tuple[int, list[int
     ids = view.cluster.gpu_ids
     return Decision.of(Placement(jobs[j].id, tuple(ids[g] for g in sorted(gpus)))
                        for j, gpus in placed)
+
+
+def top_k(costs: np.ndarray, candidates: np.ndarray | None, k: int) -> list[int]:
+    """The ``k`` cheapest of ``candidates`` (ascending GPU indices; all GPUs when None;
+    ``costs`` at them), by (cost, index): ``horus._cheapest_gpus`` on a server room that
+    never binds."""
+    if k == 1 and len(costs):
+        h = int(costs.argmin())  # the first smallest: the lowest index among ties
+        if costs[h] == costs[h]:  # (a NaN, which argmin would return, sorts last)
+            return [h if candidates is None else int(candidates[h])]
+    if candidates is None:
+        if len(costs) <= 512:  # one stable sort: ties stay in index order
+            return np.argsort(costs, kind="stable")[:k].tolist()
+        candidates = np.arange(len(costs))
+    if len(candidates) > 2 * k + 16:
+        # only the costs up to the k-th smallest (all of them: ties at the cut are
+        # ordered by index among themselves)
+        cut = np.partition(costs, k - 1)[k - 1]
+        first = np.flatnonzero(costs <= cut)
+        return candidates[first[np.lexsort((candidates[first], costs[first]))][:k]].tolist()
+    return candidates[np.lexsort((candidates, costs))][:k].tolist()
+
+
+_FEW = 16  # at most this many fitting GPUs: priced one by one (fewer steps than arrays)
+
+
+class CheapestLive:
+    """Greedy's choice for a job without CPU or RAM shares as a :data:`Take` on the live
+    view's loads: ``horus._greedy_pickers``' ``plain`` then ``ClusterState.place``, that
+    is the λ GPUs whose share fits with the smallest Eq. 7 cost on the loads left by the
+    jobs placed earlier in the call (ties: lower index).
+
+    On a cluster of one GPU type with memory on every GPU (``single_function``) the costs
+    are :func:`~dlsched.problems.horus.job_share_costs`' operations on every GPU at once
+    (the formula is elementwise: the same numbers at the fitting GPUs), the others priced
+    +inf; a choice that is not among the fitting GPUs (a NaN or infinite cost) is made
+    again exactly as ``plain`` makes it. The loads are read at the first job taken (a
+    call that places nothing reads nothing), and a placement patches only its GPUs, when
+    the next job is taken.
+    """
+
+    __slots__ = ("_view", "_p", "_f", "_cap", "_free", "_used", "_util", "_own", "_due")
+
+    def __init__(self, view: Any, p: HorusParams) -> None:
+        self._view = view
+        self._p = p
+        self._free: np.ndarray | None = None
+        self._due: tuple[list[int], float, float] | None = None
+
+    def _load(self) -> None:
+        c = self._view.cluster
+        util, mem = self._view.loads(copy=False)["gpu_usage"]  # read only: copied to change
+        self._cap = cap = c.gpu_mem_gb
+        self._free = cap - mem  # a new array: live_state's free memory
+        self._util = util
+        self._own = False
+        self._f = single_function(self._p, c.gpu_type, cap)
+        # the memory in use as job_share_costs computes it (cap - free), kept per GPU
+        self._used = cap - self._free if self._f is not None else None
+
+    def _settle(self) -> None:
+        """Apply the last placement to the arrays (``ClusterState.place``'s updates)."""
+        gpus, mem, util = self._due
+        self._due = None
+        if not self._own:
+            self._util = self._util.copy()
+            self._own = True
+        free, used = self._free, self._used
+        if len(gpus) == 1:
+            g = gpus[0]
+            free[g] -= mem
+            self._util[g] += util
+            if used is not None:
+                used[g] = self._cap[g] - free[g]
+            return
+        at = np.asarray(gpus, dtype=np.int64)
+        free[at] -= mem
+        self._util[at] += util
+        if used is not None:
+            used[at] = self._cap[at] - free[at]
+
+    def take(self, job: Job, keys: Keys) -> tuple[Keys, list[int]]:
+        """:data:`Take`: ``job``'s GPUs and the free-memory entries after it is placed."""
+        if self._free is None:
+            self._load()
+        elif self._due is not None:
+            self._settle()
+        low = (job.gpu_mem_gb or 0.0) - EPS
+        # keys hold the same floats as the free memory: the GPUs that fit open them
+        fit = bisect_right(keys, (-low, len(keys)))
+        chosen = None
+        if fit <= _FEW:
+            chosen = self._few(job, keys[:fit])
+        if chosen is None:
+            chosen = self._cheapest(job, low, fit == len(keys))
+        item = self._free.item
+        old = [item(g) for g in chosen]
+        if not all(f >= low for f in old):
+            chosen = self._exact(job, low)
+            old = [item(g) for g in chosen]
+        mem = job.gpu_mem_gb or 0.0
+        self._due = (chosen, mem, job.gpu_util or 0.0)
+        return moved(keys, chosen, old, [f - mem for f in old]), chosen
+
+    def _few(self, job: Job, head: Keys) -> list[int] | None:
+        """The choice among the GPUs of ``head`` (the fitting ones, few) priced one by one
+        in Python floats (the same IEEE operations as the arrays'); None when the costs
+        cannot be ranked so (no single function, or a NaN)."""
+        f = self._f
+        if f is None or len(head) < job.num_gpus:
+            return None
+        p = self._p
+        cap, used, util = self._cap, self._used, self._util
+        a2, a1, a0 = f.quadratic
+        slope, intercept = f.line
+        jm, ju, w_mem, w_util = job.gpu_mem_gb, job.gpu_util, p.w_mem, p.w_util
+        ranked = []
+        for _, g in head:
+            x = (float(util[g]) + ju) / 100.0
+            inter = (a2 * x + a1) * x + a0 if x > 1.0 else slope * x + intercept
+            cost = w_mem * ((float(used[g]) + jm) / float(cap[g])) + w_util * inter
+            if cost != cost:
+                return None
+            ranked.append((cost, g))
+        ranked.sort()
+        return [g for _, g in ranked[:job.num_gpus]]
+
+    def _cheapest(self, job: Job, low: float, everywhere: bool) -> list[int]:
+        f = self._f
+        if f is None:
+            return self._exact(job, low)
+        p = self._p
+        # job_share_costs' operations in place (the same IEEE results); both branches of
+        # f are taken on every GPU, as there (almost every call has a GPU past 100 %)
+        x = np.add(self._util, job.gpu_util, dtype=np.float64)
+        x /= 100.0
+        a2, a1, a0 = f.quadratic
+        slope, intercept = f.line
+        quad = a2 * x
+        quad += a1
+        quad *= x
+        quad += a0
+        line = slope * x
+        line += intercept
+        interference = np.where(x > 1.0, quad, line)
+        if p.w_util != 1.0:  # (v * 1.0 is v: the default weights cost no step)
+            interference *= p.w_util
+        cost = np.add(self._used, job.gpu_mem_gb, dtype=np.float64)
+        cost /= self._cap
+        if p.w_mem != 1.0:
+            cost *= p.w_mem
+        cost += interference
+        if not everywhere:
+            cost[self._free < low] = np.inf
+        return top_k(cost, None, job.num_gpus)
+
+    def _exact(self, job: Job, low: float) -> list[int]:
+        """``plain``'s own steps: the costs at the fitting GPUs only."""
+        free = self._free
+        candidates = np.flatnonzero(free >= low)
+        c = self._view.cluster
+        costs = job_share_costs(self._p, c.gpu_type, self._cap, self._util, free,
+                                job.gpu_util, job.gpu_mem_gb, candidates)
+        return top_k(costs, candidates, job.num_gpus)

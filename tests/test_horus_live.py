@@ -37,7 +37,37 @@ def _workload(seed: int, n: int = 220, nodes: int = 3, per: int = 4) -> Instance
 @pytest.mark.parametrize("seed", [0, 1])
 def test_live_forms_equal_the_snapshot_methods(method, seed, scan, monkeypatch):
     monkeypatch.setattr(horus_live, "_SCAN", scan)
-    w = _workload(seed)
+    _compare_every_call(method, seed)
+
+
+# greedy's GPUs priced one by one in Python floats (few fit), by the arrays over every GPU,
+# and by plain's own steps (no single function), on calls that place several jobs
+@pytest.mark.parametrize("pricing", ["few", "arrays", "exact", "weights"])
+def test_greedy_live_pricing_paths(pricing, monkeypatch):
+    monkeypatch.setattr(horus_live, "_FEW", 10**9 if pricing == "few" else 0)
+    if pricing == "exact":
+        monkeypatch.setattr(horus_live, "single_function", lambda *args: None)
+    w = _bursts(2)
+    if pricing == "weights":  # the arrays with weights other than the defaults (1.0)
+        w = w.replace(params={"w_mem": 0.7, "w_util": 1.3})
+    _compare_every_call("greedy", 2, w)
+
+
+def _bursts(seed: int, n: int = 160) -> Instance:
+    """Jobs of one or two GPUs arriving eight at a time on 16 GPUs: calls that place
+    several jobs, each priced on the loads the earlier ones left."""
+    rng = np.random.default_rng(seed)
+    jobs = tuple(
+        Job(id=f"b{i:03d}", submit_time=float(i // 8 * 90), num_gpus=int(rng.choice([1, 1, 2])),
+            duration=float(rng.integers(60, 900)), gpu_util=float(rng.integers(5, 100)),
+            gpu_mem_gb=float(rng.integers(1, 12)) / 2)
+        for i in range(n))
+    return Instance(problem="horus", cluster=homogeneous_cluster(4, 4, gpu_mem_gb=8.0),
+                    jobs=jobs, params={})
+
+
+def _compare_every_call(method: str, seed: int, w: Instance | None = None) -> None:
+    w = _workload(seed) if w is None else w
     speed = SpeedModel(interference="horus")
     eng = _Engine(w, Policy(method), speed.bind(w), False, True, None, None)
     live_form = getattr(horus_h, f"{method}_live")
@@ -64,12 +94,13 @@ def test_live_forms_equal_the_snapshot_methods(method, seed, scan, monkeypatch):
 
 def test_one_job_costs_equal_the_matrix():
     inst = generate_horus(seed=3, nodes=16, gpus_per_node=8, busy=0.7)
-    p = parse_horus_params(inst.params)
     c = inst.cluster
     util, mem = inst.gpu_usage
     free = c.gpu_mem_gb - mem
     gpus = np.flatnonzero(free > 1.0)
-    for job in inst.jobs:
+    weights = ({}, {"w_mem": 0.7, "w_util": 1.3})  # the defaults (1.0) and others
+    for p, job in ((parse_horus_params({**inst.params, **w}), job)
+                   for w in weights for job in inst.jobs):
         full = share_costs(p, c.gpu_type, c.gpu_mem_gb, util, c.gpu_mem_gb - free,
                            np.array([job.gpu_util]), np.array([job.gpu_mem_gb]), gpus=gpus)
         got = job_share_costs(p, c.gpu_type, c.gpu_mem_gb, util, free, job.gpu_util,

@@ -48,7 +48,6 @@ from .horus_params import (
     InterferenceFunction,
     parse_horus_params,
 )
-from .rates import Interference, register_interference
 
 
 @dataclass(frozen=True)
@@ -179,18 +178,43 @@ def job_share_costs(p: HorusParams, gpu_type: tuple[str, ...], cap: np.ndarray,
     """:func:`share_costs` of one job on GPUs ``gpus``, with the memory in use given as
     ``cap - free_mem`` (the same numbers, in fewer array steps when the cluster has one
     GPU type and no GPU without memory)."""
-    types = _type_columns(gpu_type)
-    if len(types) != 1 or not _all_positive(cap):
+    f = single_function(p, gpu_type, cap)
+    if f is None:
         return share_costs(p, gpu_type, cap, util, cap - free_mem, np.array([job_util]),
                            np.array([job_mem]), gpus=gpus)[0]
-    f = p.interference[types[0][0]]
     a2, a1, a0 = f.quadratic
     slope, intercept = f.line
+    # the operations of share_costs and InterferenceFunction.__call__ on one row, in
+    # place where an array is this call's own (the same IEEE results, fewer temporaries)
+    x = np.add(util[gpus], job_util, dtype=np.float64)
+    x /= 100.0
+    quad = a2 * x
+    quad += a1
+    quad *= x
+    quad += a0
+    line = slope * x
+    line += intercept
+    interference = np.where(x > 1.0, quad, line)
+    if p.w_util != 1.0:  # (v * 1.0 is v: the default weights cost no step)
+        interference *= p.w_util
     c = cap[gpus]
-    x = (util[gpus] + job_util) / 100.0
-    # the operations of share_costs and InterferenceFunction.__call__, one row
-    interference = np.where(x > 1.0, (a2 * x + a1) * x + a0, slope * x + intercept)
-    return p.w_mem * (((c - free_mem[gpus]) + job_mem) / c) + p.w_util * interference
+    cost = np.subtract(c, free_mem[gpus], dtype=np.float64)
+    cost += job_mem
+    cost /= c
+    if p.w_mem != 1.0:
+        cost *= p.w_mem
+    cost += interference
+    return cost
+
+
+def single_function(p: HorusParams, gpu_type: tuple[str, ...], cap: np.ndarray
+                    ) -> InterferenceFunction | None:
+    """The interference function of every GPU when the cluster has one GPU type and no
+    GPU without memory (:func:`job_share_costs`' case of fewer array steps), else None."""
+    types = _type_columns(gpu_type)
+    if len(types) != 1 or not _all_positive(cap):
+        return None
+    return p.interference[types[0][0]]
 
 
 _LAST_CAP: tuple = (None, False)  # the last capacity array asked about, and the answer
@@ -433,56 +457,4 @@ class HorusProblem(Problem):
                 "placement cost": b.placement_cost, "penalty": b.penalty * b.unplaced_gpus}
 
 
-# ----------------------------------------------------------------------------- rate models
-class FittedInterference(Interference):
-    """Rate model ``"horus"``, our reading of f: fitted to the JCT slowdown of co-located
-    jobs, so ``1 + f(U)`` is a GPU's time inflation, normalized by the job's solo value:
-    on GPU g, ``(1 + f(u_j)) / (1 + f(U_g))`` (a job alone keeps rate 1); the job takes
-    the smallest over its GPUs. f: a Horus workload's ``params.interference``, else
-    ``BUILTIN_INTERFERENCE``. GTX 1080: two 50 % jobs slow down 1.40x, two 80 % jobs
-    2.13x, inside the paper's 1-1.5x and 1.5-3x (Sec. 3.2)."""
-
-    def __init__(self, workload: Instance) -> None:
-        super().__init__(workload)
-        functions = (parse_horus_params(workload.params).interference
-                     if workload.problem == HorusProblem.name else BUILTIN_INTERFERENCE)
-        gpu_type = workload.cluster.gpu_type
-        missing = sorted(set(gpu_type) - set(functions))
-        if missing:
-            raise InputError(f"no interference function for GPU type {missing[0]!r}",
-                             field="params.interference",
-                             fix=f"use GPU types {sorted(functions)}")
-        self._coef = [(*functions[t].quadratic, *functions[t].line) for t in gpu_type]
-
-    def factor(self, own_util: float, gpus: np.ndarray, cum_util: np.ndarray) -> float:
-        u = own_util / 100.0
-        best = 1.0
-        coef = self._coef
-        for g in gpus:
-            a2, a1, a0, slope, intercept = coef[g]
-            # f on a scalar, the same float operations as InterferenceFunction.__call__
-            fu = (a2 * u + a1) * u + a0 if u > 1.0 else slope * u + intercept
-            x = cum_util[g] / 100.0
-            fx = (a2 * x + a1) * x + a0 if x > 1.0 else slope * x + intercept
-            best = min(best, (1.0 + fu) / (1.0 + fx))
-        return best
-
-
-class LinearInterference(Interference):
-    """Rate model ``"horus-linear"``, the paper's own simulator (Sec. 6: "interference
-    overheads scale linearly w.r.t. the sum of the jobs GPU utilization"), our reading: a
-    GPU of summed utilization U_g ≤ 100 % runs its jobs at full speed, above at
-    ``100 / U_g``; the job takes the smallest over its GPUs (two 80 % jobs: 1.6x slower)."""
-
-    def factor(self, own_util: float, gpus: np.ndarray, cum_util: np.ndarray) -> float:
-        best = 1.0
-        for g in gpus:
-            x = cum_util[g]
-            if x > 100.0:
-                best = min(best, 100.0 / x)
-        return best
-
-
 register_problem(HorusProblem())
-register_interference("horus", FittedInterference)
-register_interference("horus-linear", LinearInterference)
