@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dlsched import interrupt
 from dlsched.errors import InputError
 from dlsched.files import write_bytes
 
@@ -82,6 +83,7 @@ def unusable_path(argv: Sequence[str], user: RunAs, path_env: str | None = None)
     wanted = [(program, os.X_OK)] + [(a, os.R_OK) for a in argv[1:]
                                      if "{" not in a and os.sep in a and os.path.isfile(a)]
     read_fd, write_fd = os.pipe()
+    held = interrupt.hold_interrupts()  # the child ends on its own, never interrupted
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child reports through the pipe
         try:
@@ -97,6 +99,7 @@ def unusable_path(argv: Sequence[str], user: RunAs, path_env: str | None = None)
         finally:
             os._exit(0)
     os.close(write_fd)
+    interrupt.release_interrupts(held)
     with os.fdopen(read_fd, "rb") as fh:
         answer = fh.read().decode("utf-8", "surrogateescape")
     os.waitpid(pid, 0)

@@ -53,6 +53,7 @@ from typing import Any
 
 import pandas as pd
 
+from dlsched import interrupt
 from dlsched.decision import decision_from_dict
 from dlsched.errors import InputError, MethodError
 from dlsched.files import locked
@@ -194,19 +195,24 @@ def run_task(task: Task) -> dict[str, Any] | None:
     Returns None when interrupted (nothing is recorded for that run).
     """
     try:
-        if task.isolate and hasattr(os, "fork"):
-            return _run_forked(task)
-        if task.isolate:
-            log.warning("no os.fork on this platform: runs share the worker process, so a "
-                        "crash is not isolated and the hard limit is not enforced")
-        try:
-            out = _execute(task)
-        except Exception as exc:
-            out = {"status": "error", "message": f"{type(exc).__name__}: {exc}"[:500]}
-        out["peak_rss_mb"] = _peak_rss_mb()
-        return out
+        with interrupt.worker_task():
+            return _run_task(task)
     except KeyboardInterrupt:
         return None
+
+
+def _run_task(task: Task) -> dict[str, Any]:
+    if task.isolate and hasattr(os, "fork"):
+        return _run_forked(task)
+    if task.isolate:
+        log.warning("no os.fork on this platform: runs share the worker process, so a "
+                    "crash is not isolated and the hard limit is not enforced")
+    try:
+        out = _execute(task)
+    except Exception as exc:
+        out = {"status": "error", "message": f"{type(exc).__name__}: {exc}"[:500]}
+    out["peak_rss_mb"] = _peak_rss_mb()
+    return out
 
 
 # ---------------------------------------------------------------------- provenance
@@ -410,9 +416,15 @@ def _outcomes(tasks: list[Task], settings: BenchSettings):
                     bar.update()
                     yield task, outcome
                 return
-            with ProcessPoolExecutor(max_workers=settings.jobs) as pool:
-                futures = {pool.submit(run_task, t): t for t in tasks}
+            with ProcessPoolExecutor(max_workers=settings.jobs,
+                                     initializer=interrupt.start_worker) as pool:
+                futures: dict[Any, Task] = {}
                 try:
+                    held = interrupt.hold_interrupts()  # the first submit forks the workers
+                    try:
+                        futures.update((pool.submit(run_task, t), t) for t in tasks)
+                    finally:
+                        interrupt.release_interrupts(held)  # a Ctrl-C meanwhile: raised here
                     for fut in as_completed(futures):
                         try:
                             outcome = fut.result()

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import psutil
 
+from dlsched import interrupt
 from dlsched.errors import InputError
 
 from .isolation import RunAs
@@ -313,6 +314,7 @@ def _child(work: Callable[[], bytes], fd: int, cpu_seconds: float | None) -> Non
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # held by fork_call
         view = memoryview(work())
         while view:
             view = view[os.write(fd, view):]
@@ -330,6 +332,8 @@ def fork_call(work: Callable[[], bytes], kill_after: float,
     before = descendants()
     read_fd, write_fd = os.pipe()
     start = time.perf_counter()
+    # Ctrl-C held across the fork: the child sets up its own session and handler first
+    held = interrupt.hold_interrupts()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child never returns
         os.close(read_fd)
@@ -338,6 +342,7 @@ def fork_call(work: Callable[[], bytes], kill_after: float,
     chunks: list[bytes] = []
     killed = False
     try:
+        interrupt.release_interrupts(held)  # a Ctrl-C meanwhile: raised here, the run killed
         deadline = time.monotonic() + kill_after
         while True:
             remaining = deadline - time.monotonic()

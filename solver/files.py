@@ -17,7 +17,6 @@ import gzip
 import json
 import math
 import os
-import signal
 import stat
 import tempfile
 import zlib
@@ -27,6 +26,7 @@ from typing import Any, TypeVar
 
 from .canonical import pretty_json
 from .errors import InputError, field_path
+from .interrupt import Hold, hold_interrupts, release_interrupts
 
 MAX_BYTES = 256 * 1024 * 1024
 """Largest JSON text read (after decompression): 256 MiB."""
@@ -322,7 +322,7 @@ def atomic_path(path: str | Path, option: str = "(output)") -> Iterator[Path]:
     tmp: Path | None = None
     # Ctrl-C is held while the temporary file is made and its name kept: a KeyboardInterrupt
     # between the two would leave a file nobody removes
-    held = _hold_interrupts()
+    held: Hold | None = hold_interrupts()
     try:
         try:
             fd, name = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name[:80]}.",
@@ -331,7 +331,8 @@ def atomic_path(path: str | Path, option: str = "(output)") -> Iterator[Path]:
         except OSError as exc:
             raise _write_error(exc, p, option) from None
         tmp = Path(name)
-        held = _release_interrupts(held)  # a Ctrl-C that came meanwhile is raised here
+        done, held = held, None
+        release_interrupts(done)  # a Ctrl-C that came meanwhile is raised here
         yield tmp
         _sync_and_replace(tmp, p)
     except OSError as exc:
@@ -345,20 +346,8 @@ def atomic_path(path: str | Path, option: str = "(output)") -> Iterator[Path]:
                 tmp.unlink()
         raise
     finally:
-        _release_interrupts(held)
-
-
-def _hold_interrupts() -> set | None:
-    """Block SIGINT in this thread (POSIX); the previous mask, to restore."""
-    if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover - not POSIX
-        return None
-    return signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-
-
-def _release_interrupts(held: set | None) -> None:
-    """Restore the mask :func:`_hold_interrupts` returned (nothing when None)."""
-    if held is not None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        if held is not None:
+            release_interrupts(held)
 
 
 def _umask() -> int:

@@ -10,13 +10,25 @@ command's own ``main`` runs, :func:`arm` replaces it by a handler that raises
 ``KeyboardInterrupt`` (so files are closed and temporary files removed on the way out)
 and remembers that the user interrupted, so that an error the interrupt caused further
 down (an ``ImportError``, a wrapped exception) is reported as the interrupt too.
+
+Worker processes a command forks (a benchmark's process pool) get the same SIGINT from the
+terminal. They are forked with SIGINT held (:func:`hold_interrupts`), so none arrives while
+Python sets up the child (an exception there is a traceback the user would see); their
+first code, :func:`start_worker`, then lets it in:
+within a task (:func:`worker_task`) it raises ``KeyboardInterrupt``, so the task cleans up
+what it started; between tasks it is remembered and every later task ends at its start
+(the worker stays up: a pool that lost a worker is a broken pool, not an interrupted one).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
 
 EXIT_INTERRUPTED = 130
 """Exit code of an interrupted command (128 + SIGINT, as shells report it)."""
@@ -24,7 +36,7 @@ EXIT_INTERRUPTED = 130
 MESSAGE = "interrupted"
 """The one line an interrupted command writes to stderr."""
 
-_state = {"interrupted": False}
+_state = {"interrupted": False, "in_task": False}
 
 
 def is_command_line() -> bool:
@@ -60,6 +72,72 @@ def arm() -> None:
     Left alone where SIGINT is ignored (a command started in the background)."""
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         signal.signal(signal.SIGINT, _raise_interrupt)
+
+
+class Hold(NamedTuple):
+    """What :func:`hold_interrupts` changed, for :func:`release_interrupts`."""
+
+    mask: set[signal.Signals] | None
+    handler: Callable[[int, Any], Any] | None
+    came: list[int]
+
+
+def hold_interrupts() -> Hold:
+    """Hold SIGINT until :func:`release_interrupts`: blocked in this thread (POSIX; a process
+    forked meanwhile starts with it blocked) and, in the main thread, recorded instead of
+    handled (the process's SIGINT may reach another thread, whose mask allows it, and
+    Python runs the handler in the main thread all the same)."""
+    mask = None
+    if hasattr(signal, "pthread_sigmask"):
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    handler, came = None, []
+    if threading.current_thread() is threading.main_thread():
+        current = signal.getsignal(signal.SIGINT)
+        if callable(current):
+            handler = current
+            signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    return Hold(mask, handler, came)
+
+
+def release_interrupts(held: Hold) -> None:
+    """Undo :func:`hold_interrupts`; a Ctrl-C that came meanwhile is handled now (by the
+    handler in place before: ``KeyboardInterrupt`` raised here)."""
+    if held.handler is not None:
+        signal.signal(signal.SIGINT, held.handler)
+    if held.mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held.mask)
+    if held.came and held.handler is not None:
+        held.handler(signal.SIGINT, None)
+
+
+def start_worker() -> None:
+    """First code of a worker process forked while SIGINT was held (a pool's
+    ``initializer``): from now on SIGINT raises ``KeyboardInterrupt`` within a task
+    (:func:`worker_task`) and ends every later task at its start; left ignored where
+    ignored."""
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, _worker_interrupt)
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def worker_task() -> Iterator[None]:
+    """A worker's task runs inside: SIGINT raises ``KeyboardInterrupt`` there, and at
+    its start when one came earlier."""
+    if _state["interrupted"]:
+        raise KeyboardInterrupt
+    _state["in_task"] = True
+    try:
+        yield
+    finally:
+        _state["in_task"] = False
+
+
+def _worker_interrupt(signum: int, frame: object) -> None:
+    _state["interrupted"] = True
+    if _state["in_task"]:
+        raise KeyboardInterrupt
 
 
 def interrupted() -> bool:

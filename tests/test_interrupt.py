@@ -129,3 +129,39 @@ def test_a_library_import_leaves_sigint_alone():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "True"
+
+
+def test_a_ctrl_c_while_held_is_raised_at_release_not_before():
+    held = interrupt.hold_interrupts()
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.01)  # room for the handler to run, were SIGINT not held
+    except KeyboardInterrupt:  # pragma: no cover - the failure this test is about
+        interrupt.release_interrupts(held)
+        pytest.fail("SIGINT raised while held")
+    with pytest.raises(KeyboardInterrupt):
+        interrupt.release_interrupts(held)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_pool_worker_interrupted_between_tasks_ends_its_next_task_at_its_start():
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        answer = b"no"
+        try:
+            interrupt.start_worker()
+            os.kill(os.getpid(), signal.SIGINT)  # idle: remembered, nothing raised
+            time.sleep(0.01)
+            try:
+                with interrupt.worker_task():
+                    answer = b"task ran"
+            except KeyboardInterrupt:
+                answer = b"ended at start"
+        finally:
+            os.write(write_fd, answer)
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as fh:
+        assert fh.read() == b"ended at start"
+    os.waitpid(pid, 0)
