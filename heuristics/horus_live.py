@@ -25,7 +25,12 @@ import numpy as np
 
 from dlsched.decision import Decision, Placement
 from dlsched.jobs import Job, JobColumns
-from dlsched.problems.horus import HorusParams, job_share_costs, single_function
+from dlsched.problems.horus import (
+    HorusParams,
+    job_share_costs,
+    single_function,
+    weighted_interference,
+)
 from dlsched.state import EPS, ClusterState
 
 SHARES = "shares"
@@ -357,17 +362,7 @@ class CheapestLive:
         # f are taken on every GPU, as there (almost every call has a GPU past 100 %)
         x = np.add(self._util, job.gpu_util, dtype=np.float64)
         x /= 100.0
-        a2, a1, a0 = f.quadratic
-        slope, intercept = f.line
-        quad = a2 * x
-        quad += a1
-        quad *= x
-        quad += a0
-        line = slope * x
-        line += intercept
-        interference = np.where(x > 1.0, quad, line)
-        if p.w_util != 1.0:  # (v * 1.0 is v: the default weights cost no step)
-            interference *= p.w_util
+        interference = weighted_interference(f, x, p.w_util)
         cost = np.add(self._used, job.gpu_mem_gb, dtype=np.float64)
         cost /= self._cap
         if p.w_mem != 1.0:

@@ -172,6 +172,25 @@ def share_costs(
     return p.w_mem * mem_ratio + p.w_util * interference
 
 
+def weighted_interference(f: InterferenceFunction, x: np.ndarray, w_util: float
+                          ) -> np.ndarray:
+    """``w_util · f(x)`` at the utilization shares ``x`` (1.0 = one GPU's worth), by the
+    operations of :meth:`InterferenceFunction.__call__` (the same IEEE results), in
+    place where an array is this call's own."""
+    a2, a1, a0 = f.quadratic
+    slope, intercept = f.line
+    quad = a2 * x
+    quad += a1
+    quad *= x
+    quad += a0
+    line = slope * x
+    line += intercept
+    out = np.where(x > 1.0, quad, line)
+    if w_util != 1.0:  # (v * 1.0 is v: the default weights cost no step)
+        out *= w_util
+    return out
+
+
 def job_share_costs(p: HorusParams, gpu_type: tuple[str, ...], cap: np.ndarray,
                     util: np.ndarray, free_mem: np.ndarray, job_util: float, job_mem: float,
                     gpus: np.ndarray) -> np.ndarray:
@@ -182,21 +201,11 @@ def job_share_costs(p: HorusParams, gpu_type: tuple[str, ...], cap: np.ndarray,
     if f is None:
         return share_costs(p, gpu_type, cap, util, cap - free_mem, np.array([job_util]),
                            np.array([job_mem]), gpus=gpus)[0]
-    a2, a1, a0 = f.quadratic
-    slope, intercept = f.line
     # the operations of share_costs and InterferenceFunction.__call__ on one row, in
     # place where an array is this call's own (the same IEEE results, fewer temporaries)
     x = np.add(util[gpus], job_util, dtype=np.float64)
     x /= 100.0
-    quad = a2 * x
-    quad += a1
-    quad *= x
-    quad += a0
-    line = slope * x
-    line += intercept
-    interference = np.where(x > 1.0, quad, line)
-    if p.w_util != 1.0:  # (v * 1.0 is v: the default weights cost no step)
-        interference *= p.w_util
+    interference = weighted_interference(f, x, p.w_util)
     c = cap[gpus]
     cost = np.subtract(c, free_mem[gpus], dtype=np.float64)
     cost += job_mem
