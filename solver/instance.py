@@ -211,11 +211,16 @@ class RunningGpus:
         2 = gpu_mem_gb, 3 = cpu_per_gpu, 4 = ram_gb_per_gpu)."""
         if k == 0:
             return self.owner
+        return self.per_job(k)[self.owner]
+
+    def per_job(self, k: int) -> np.ndarray:
+        """Per running job: its field ``k`` (1-4, as in :meth:`column`), built on first read
+        (a ``TypeError`` or ``ValueError`` for a value that is not a number)."""
         per_job = self._per_job[k - 1]
         if per_job is None:
             per_job = self._per_job[k - 1] = np.fromiter(
                 map(self._FIELDS[k - 1], self._running), dtype=float, count=len(self._running))
-        return per_job[self.owner]
+        return per_job
 
 
 _GPUS = attrgetter("gpus")

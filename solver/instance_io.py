@@ -10,6 +10,7 @@ import numpy as np
 from .errors import InputError
 from .files import check_plain_values, read_json_as, write_json
 from .instance import Instance
+from .instance_numbers import check_numbers, running_numbers_ok
 from .jobs import job_from_dict, running_from_dict
 from .problems import get_problem
 from .schema_check import check_against_schema, has_definition
@@ -56,7 +57,9 @@ def _instance_from_checked(doc: Any) -> Instance:
 
 def check_instance(instance: Instance) -> Instance:
     """Raise InputError when ``instance`` is inconsistent (ids, references, running jobs
-    over capacity, the problem's needs); returns it unchanged. Generators end with this."""
+    over capacity, the problem's needs, numbers outside the schema's bounds); returns it
+    unchanged. Generators end with this."""
+    check_numbers(instance.jobs, ())  # the running jobs' when their sums fail (below)
     _check_references(instance)
     get_problem(instance.problem, field="problem").check_instance(instance)
     return instance
@@ -81,6 +84,8 @@ def _check_references(instance: Instance) -> None:
             )
     if not _running_references_ok(instance):
         _raise_running_reference(instance)
+    if not running_numbers_ok(instance, (2, 3, 4)):  # memory, CPU, RAM per GPU
+        check_numbers((), instance.running)  # names the running job and field
     mem = instance.gpu_mem_used
     over = np.flatnonzero(mem > instance.cluster.gpu_mem_gb + 1e-9)
     if over.size:
