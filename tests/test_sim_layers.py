@@ -14,7 +14,7 @@ import pytest
 SIMULATE = Path(__file__).resolve().parents[1] / "solver" / "simulate"
 
 LAYERS = (
-    ("records", "pending", "fragmentation"),
+    ("records", "pending", "fragmentation", "live_loads"),
     ("live",),
     ("free_order",),  # an order kept on the live state, read through the view
     ("view", "checks", "caller", "prefix"),
