@@ -61,9 +61,23 @@ def guard_startup() -> None:
         signal.signal(signal.SIGINT, _stop_at_startup)
 
 
-def _raise_interrupt(signum: int, frame: object) -> None:
+def _raise_interrupt(signum: int, frame: Any) -> None:
     _state["interrupted"] = True
+    if _in_import_system(frame) and hasattr(signal, "setitimer"):
+        # raised inside importlib (a module lock's callback) it can leave the lock taken,
+        # and the next import of that module waits forever: raised again in 10 ms instead
+        signal.signal(signal.SIGALRM, _raise_interrupt)
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+        return
     raise KeyboardInterrupt
+
+
+def _in_import_system(frame: Any) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def arm() -> None:

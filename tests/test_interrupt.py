@@ -165,3 +165,23 @@ def test_a_pool_worker_interrupted_between_tasks_ends_its_next_task_at_its_start
     with os.fdopen(read_fd, "rb") as fh:
         assert fh.read() == b"ended at start"
     os.waitpid(pid, 0)
+
+
+def test_a_ctrl_c_inside_the_import_system_is_raised_just_after_it(monkeypatch):
+    # a KeyboardInterrupt raised in importlib (a module lock's callback) can leave the lock
+    # taken, and the command then hangs at its next import of that module
+    monkeypatch.setitem(interrupt._state, "interrupted", False)
+    previous = signal.getsignal(signal.SIGALRM)
+    frozen = compile("frame = sys._getframe()", "<frozen importlib._bootstrap>", "exec")
+    scope = {"sys": sys}
+    exec(frozen, scope)
+    try:
+        interrupt._raise_interrupt(signal.SIGINT, scope["frame"])  # deferred: no raise here
+        assert interrupt.interrupted()
+        with pytest.raises(KeyboardInterrupt):
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                time.sleep(0.001)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
