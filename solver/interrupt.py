@@ -63,10 +63,15 @@ def guard_startup() -> None:
 
 def _raise_interrupt(signum: int, frame: Any) -> None:
     _state["interrupted"] = True
+    _raise_outside_imports(frame, _raise_interrupt)
+
+
+def _raise_outside_imports(frame: Any, handler: Callable[[int, Any], None]) -> None:
+    """Raise ``KeyboardInterrupt``, or, inside importlib, call ``handler`` again in 10 ms:
+    raised in a module lock's callback it can leave the lock taken, and the next import
+    of that module then waits forever."""
     if _in_import_system(frame) and hasattr(signal, "setitimer"):
-        # raised inside importlib (a module lock's callback) it can leave the lock taken,
-        # and the next import of that module waits forever: raised again in 10 ms instead
-        signal.signal(signal.SIGALRM, _raise_interrupt)
+        signal.signal(signal.SIGALRM, handler)
         signal.setitimer(signal.ITIMER_REAL, 0.01)
         return
     raise KeyboardInterrupt
@@ -148,10 +153,10 @@ def worker_task() -> Iterator[None]:
         _state["in_task"] = False
 
 
-def _worker_interrupt(signum: int, frame: object) -> None:
+def _worker_interrupt(signum: int, frame: Any) -> None:
     _state["interrupted"] = True
     if _state["in_task"]:
-        raise KeyboardInterrupt
+        _raise_outside_imports(frame, _worker_interrupt)
 
 
 def interrupted() -> bool:
