@@ -174,9 +174,13 @@ def _run_cbc(prob: pulp.LpProblem, params: SolverParams, warm: bool
     with tempfile.TemporaryDirectory(prefix="dlsched-cbc-") as tmp:
         log_path = os.path.join(tmp, "cbc.log")
         path, limit = _cbc_path(tmp, params.seconds_left())
+        # CBC's "-threads 1" is one worker thread beside the main one, not serial search;
+        # its hand-over races and then sleeps out a 10-s timed wait (seen on 3 of 20 tiny
+        # models), so one worker means no "-threads" at all: CBC's serial search
+        threads = params.num_workers if params.num_workers > 1 else None
         solver = pulp.COIN_CMD(
             path=path, msg=False, timeLimit=limit, gapRel=0.0, gapAbs=0.0,
-            threads=params.num_workers, logPath=log_path, warmStart=warm,
+            threads=threads, logPath=log_path, warmStart=warm,
             timeMode="elapsed", options=[f"randomCbcSeed {params.seed + 1}", *extra])
         solver.tmpDir = tmp
         try:

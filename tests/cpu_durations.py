@@ -6,17 +6,19 @@ what the suite's cost is judged by on a shared machine, where wall times mean li
 
 Each process writes ``$CPU_DURATIONS.<worker>`` (``main`` without xdist): a first line
 ``#TOTAL self=S children=C`` (the process's own CPU seconds, collection included), then one
-line per test: total, own and children's CPU seconds, the test id (tab-separated).
+line per test: total, own and children's CPU seconds, wall seconds, the test id
+(tab-separated). A test whose wall far exceeds its CPU is waiting, not working.
 """
 
 from __future__ import annotations
 
 import os
 import resource
+import time
 
 import pytest
 
-_rows: list[tuple[float, float, str]] = []
+_rows: list[tuple[float, float, float, str]] = []
 
 
 def _cpu() -> tuple[float, float]:
@@ -27,10 +29,10 @@ def _cpu() -> tuple[float, float]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
-    before = _cpu()
+    before, started = _cpu(), time.perf_counter()
     yield
-    after = _cpu()
-    _rows.append((after[0] - before[0], after[1] - before[1], item.nodeid))
+    after, wall = _cpu(), time.perf_counter() - started
+    _rows.append((after[0] - before[0], after[1] - before[1], wall, item.nodeid))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -41,5 +43,5 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     with open(f"{out}.{worker}", "w", encoding="utf-8") as f:
         f.write(f"#TOTAL self={own:.2f} children={children:.2f}\n")
-        for mine, theirs, nodeid in _rows:
-            f.write(f"{mine + theirs:.3f}\t{mine:.3f}\t{theirs:.3f}\t{nodeid}\n")
+        for mine, theirs, wall, nodeid in _rows:
+            f.write(f"{mine + theirs:.3f}\t{mine:.3f}\t{theirs:.3f}\t{wall:.3f}\t{nodeid}\n")

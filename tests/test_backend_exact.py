@@ -102,6 +102,19 @@ def test_solver_parameters_and_warm_start_pass_through(backend):
     assert validate(inst, warm.decision).ok
 
 
+def test_one_cbc_worker_is_cbc_serial_search():
+    """CBC's "-threads 1" is a worker thread beside the main one whose hand-over can sleep
+    out a 10-s timed wait; one worker must run CBC's serial search (no "-threads")."""
+    inst = generate_horus(seed=3, nodes=2, beta=3, busy=0.5)
+    one = solve(inst, "exact", backend="cbc", time_limit=30)
+    two = solve(inst, "exact", backend="cbc", time_limit=30, num_workers=2)
+    command_lines = [next(line for line in r.log.splitlines() if line.startswith("command line"))
+                     for r in (one, two)]
+    assert "-threads" not in command_lines[0]
+    assert "-threads 2" in command_lines[1]
+    assert one.status is two.status is Status.OPTIMAL
+
+
 def test_bad_solver_parameters_are_input_errors():
     inst = generate_horus(seed=3, nodes=2, beta=3, busy=0.5)
     r = solve(inst, "exact", backend="cbc", num_workers=0)
