@@ -139,6 +139,11 @@ def _dump(doc: Any, token: str | None = None) -> bytes:
     return text.encode("utf-8")
 
 
+OPS = ("token", "value", "value", "delete", "unknown_key", "duplicate", "empty", "nest",
+       "deep_text", "truncate", "flip", "bad_utf8", "gzip", "negate")
+"""The kinds of damage :func:`mutate` picks from (``value`` twice: twice as likely)."""
+
+
 def mutate(seed: Seed, ch: Chooser) -> Mutant:
     """One mutant of ``seed`` with choices from ``ch``."""
     if seed.kind == "trace-csv":
@@ -150,9 +155,7 @@ def mutate(seed: Seed, ch: Chooser) -> Mutant:
         keep_sha = False
     elif seed.kind == "solution":
         doc.pop("sha256", None)
-    ops = ["token", "value", "value", "delete", "unknown_key", "duplicate", "empty", "nest",
-           "deep_text", "truncate", "flip", "bad_utf8", "gzip", "negate"]
-    op = ch.choice(ops)
+    op = ch.choice(OPS)
     paths = _paths(doc)
     path = ch.choice(paths)
     parent_path, key = path[:-1], path[-1]

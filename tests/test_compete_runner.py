@@ -105,10 +105,11 @@ def test_bad_solvers_score_zero_with_reasons(suite, scripts, tmp_path):
             grace=0.5, progress=False, plots=False)
     # the two that outlive the limit on one instance, into the same folder: the
     # leaderboard is rebuilt from both competitions' rows. Neither ever ends by itself, so
-    # a 1 s limit (and 0.25 s of grace) gives the verdicts a 3 s one did, waiting less
+    # a 0.5 s limit (and 0.1 s of grace) gives the verdicts a 3 s one did, waiting less
+    # (the stubborn one ignores SIGTERM from its shell's first millisecond)
     first = next(iter(suite.entries))
     one = dataclasses.replace(suite, entries={first: suite.entries[first]})
-    board, _ = compete(one, slow, tmp_path, time_limit=1.0, grace=0.25, progress=False,
+    board, _ = compete(one, slow, tmp_path, time_limit=0.5, grace=0.1, progress=False,
                        plots=False)
     scores = pd.read_csv(tmp_path / "scores.csv", keep_default_na=False, na_values=[""])
     assert len(scores) == (len(SCRIPTS) - 2) * 2 + 2
@@ -196,20 +197,19 @@ def _as_a_user(argv: list[str], cwd, monkeypatch, capsys) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
-# two instances of the package's quick suite (files, sha256 and best known as shipped):
-# a Horus snapshot, which greedy answers, and one of a problem without greedy, in 4
-# entrant runs instead of 32 (each greedy run is an interpreter importing dlsched)
+# instances of the package's quick suite (files, sha256 and best known as shipped): a
+# Horus snapshot, which greedy answers, and one of a problem without greedy
 QUICK_TWO = ("horus-16x8-busy0.5-s0", "sched2-15x8-snap-s0")
 
 
-def _quick_two(library: Path) -> None:
-    """A library whose suite ``quick`` is the package's, cut to :data:`QUICK_TWO`."""
+def _quick_two(library: Path, names: tuple[str, ...] = QUICK_TWO) -> None:
+    """A library whose suite ``quick`` is the package's, cut to ``names``."""
     from dlsched.benchmarks.suites import LIBRARY_ROOT
 
     source, target = LIBRARY_ROOT / "quick", library / "quick"
     manifest = json.loads((source / "manifest.json").read_text())
-    manifest["instances"] = [e for e in manifest["instances"] if e["name"] in QUICK_TWO]
-    assert sorted(e["name"] for e in manifest["instances"]) == sorted(QUICK_TWO)
+    manifest["instances"] = [e for e in manifest["instances"] if e["name"] in names]
+    assert sorted(e["name"] for e in manifest["instances"]) == sorted(names)
     (target / "instances").mkdir(parents=True)
     (target / "best").mkdir()
     for entry in manifest["instances"]:
@@ -227,9 +227,12 @@ def test_the_docs_commands_run_from_the_repository_root_with_the_default_output(
     scores = root / "compete-results" / "quick" / "scores.csv"
     # rows of earlier competitions the user ran here stay in the table: judge this run's
     before = len(pd.read_csv(scores)) if scores.exists() else 0
-    _quick_two(tmp_path)
+    # the Horus snapshot alone: 2 entrant runs instead of 32, one of them an interpreter
+    # importing dlsched (a method a problem lacks is an exit-2 crash row: see
+    # test_bad_solvers_score_zero_with_reasons and test_cli's unknown-method test)
+    _quick_two(tmp_path, QUICK_TWO[:1])
     try:
-        # the docs' command with --library: the quick suite cut to two instances
+        # the docs' command with --library: the quick suite cut to one instance
         code, err = _as_a_user([
             # --no-plots: the page's images are checked by the callable-entrant test above
             "compete", "--suite", "quick", "--library", str(tmp_path), "--no-progress",
@@ -240,15 +243,13 @@ def test_the_docs_commands_run_from_the_repository_root_with_the_default_output(
             "--name", "external"], root, monkeypatch, capsys)
         assert code == 0, err
         rows = pd.read_csv(scores).iloc[before:]
-        assert len(rows) == 2 * len(QUICK_TWO)
-        # every entrant started, found its files and was scored: greedy answers the Horus
-        # snapshot (it is Horus' method; elsewhere it exits 2 naming the methods there)
+        assert len(rows) == 2
+        # every entrant started, found its files and was scored: both answer the Horus
+        # snapshot with a valid solution
         assert not rows["reason"].fillna("").str.contains("cannot start|No such file").any()
-        greedy = rows[rows["entrant"] == "greedy"]
-        assert (greedy[greedy["problem"] == "horus"]["outcome"] == "ok").all()
-        assert len(greedy[greedy["problem"] == "horus"]) == 1
-        assert (greedy[greedy["problem"] != "horus"]["reason"].str.contains("exit code 2")).all()
-        assert (rows[rows["entrant"] == "external"]["outcome"] == "ok").any()
+        assert rows["problem"].tolist() == ["horus", "horus"]
+        assert rows.set_index("entrant")["outcome"].to_dict() == {"greedy": "ok",
+                                                                  "external": "ok"}
     finally:
         if made:
             shutil.rmtree(root / "compete-results", ignore_errors=True)
