@@ -32,12 +32,13 @@ def test_methods_prints_aligned_columns_with_the_five_kinds(capsys):
 
 
 def test_demo_prints_the_gap_result_gap_uses(tmp_path, capsys):
-    args = ["--nodes", "4", "--busy", "0.9", "--seed", "1"]
+    # 3 nodes: CBC proves it in a fraction of 4 nodes' time, and greedy is still far off
+    args = ["--nodes", "3", "--busy", "0.9", "--seed", "1"]
     out = dlsched(capsys, "demo", *args, "--time-limit", "60")
     printed = float(re.search(r"gap of greedy to the proven optimum: ([\d.]+) %", out)[1])
     # the same snapshot, solved through the library
     path = tmp_path / "h.json"
-    dlsched(capsys, "generate", "horus", "--nodes", "4", "--beta", "15", "--busy", "0.9",
+    dlsched(capsys, "generate", "horus", "--nodes", "3", "--beta", "15", "--busy", "0.9",
             "--seed", "1", "-o", str(path))
     instance = load_instance(path)
     exact = solve(instance, "exact", backend="cbc", time_limit=60)
@@ -45,7 +46,7 @@ def test_demo_prints_the_gap_result_gap_uses(tmp_path, capsys):
     assert exact.status.value == "optimal"
     assert greedy.objective is not None and exact.objective is not None
     gap = relative_gap(greedy.objective, exact.objective, "min")
-    assert gap is not None and printed == round(100 * gap, 3)
+    assert gap is not None and printed == round(100 * gap, 3) > 0
 
 
 def test_methods_of_one_problem_and_an_unknown_one(capsys):

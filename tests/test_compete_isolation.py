@@ -78,7 +78,7 @@ def test_a_copycat_finds_no_other_entrants_solution(suite, scripts, tmp_path):
                               "honest"),
                 parse_entrant(f"/bin/sh {scripts / 'copycat.sh'} {{instance}} {{solution}} "
                               f"{out}", "copycat")]
-    compete(suite, entrants, out, time_limit=30, grace=1, progress=False)
+    compete(suite, entrants, out, time_limit=30, grace=1, progress=False, plots=False)
     scores = pd.read_csv(out / "scores.csv", keep_default_na=False, na_values=[""])
     outcome = dict(zip(scores["entrant"], scores["outcome"], strict=True))
     line = _copycat_line(out)
@@ -117,7 +117,7 @@ def test_an_entrant_its_user_cannot_run_runs_as_the_runner_with_the_reason(suite
     script.write_text(HONEST)
     entrant = parse_entrant(f"/bin/sh {script} {{instance}} {{solution}}", "hidden")
     _, notes = compete(suite, [entrant], tmp_path / "out", time_limit=30, grace=1,
-                       progress=False)
+                       progress=False, plots=False)
     scores = pd.read_csv(tmp_path / "out" / "scores.csv", keep_default_na=False,
                          na_values=[""])
     assert scores["outcome"].tolist() == ["ok"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import readable_dir
+from quick_cut import QUICK_TWO, quick_cut
 
 from dlsched import InputError
 from dlsched.benchmarks.build import build_suite
@@ -197,28 +198,6 @@ def _as_a_user(argv: list[str], cwd, monkeypatch, capsys) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
-# instances of the package's quick suite (files, sha256 and best known as shipped): a
-# Horus snapshot, which greedy answers, and one of a problem without greedy
-QUICK_TWO = ("horus-16x8-busy0.5-s0", "sched2-15x8-snap-s0")
-
-
-def _quick_two(library: Path, names: tuple[str, ...] = QUICK_TWO) -> None:
-    """A library whose suite ``quick`` is the package's, cut to ``names``."""
-    from dlsched.benchmarks.suites import LIBRARY_ROOT
-
-    source, target = LIBRARY_ROOT / "quick", library / "quick"
-    manifest = json.loads((source / "manifest.json").read_text())
-    manifest["instances"] = [e for e in manifest["instances"] if e["name"] in names]
-    assert sorted(e["name"] for e in manifest["instances"]) == sorted(names)
-    (target / "instances").mkdir(parents=True)
-    (target / "best").mkdir()
-    for entry in manifest["instances"]:
-        for rel in (entry["file"], entry["best"]["solution"]):
-            shutil.copyfile(source / rel, target / rel)
-    shutil.copyfile(source / "suite.json", target / "suite.json")
-    (target / "manifest.json").write_text(json.dumps(manifest))
-
-
 def test_the_docs_commands_run_from_the_repository_root_with_the_default_output(monkeypatch,
                                                                                 capsys,
                                                                                 tmp_path):
@@ -230,7 +209,7 @@ def test_the_docs_commands_run_from_the_repository_root_with_the_default_output(
     # the Horus snapshot alone: 2 entrant runs instead of 32, one of them an interpreter
     # importing dlsched (a method a problem lacks is an exit-2 crash row: see
     # test_bad_solvers_score_zero_with_reasons and test_cli's unknown-method test)
-    _quick_two(tmp_path, QUICK_TWO[:1])
+    quick_cut(tmp_path, QUICK_TWO[:1])
     try:
         # the docs' command with --library: the quick suite cut to one instance
         code, err = _as_a_user([
@@ -256,7 +235,7 @@ def test_the_docs_commands_run_from_the_repository_root_with_the_default_output(
 
 
 def test_a_competition_where_every_entrant_fails_exits_non_zero(tmp_path, monkeypatch, capsys):
-    _quick_two(tmp_path / "lib")  # the quick suite cut to two instances: two runs, not 16
+    quick_cut(tmp_path / "lib")  # the quick suite cut to two instances: two runs, not 16
     code, err = _as_a_user(["compete", "--suite", "quick", "--library", str(tmp_path / "lib"),
                             "--no-progress", "--no-plots", "--output", "out",
                             "--solver", "./no-such-solver {instance} {solution}"], tmp_path,

@@ -92,7 +92,7 @@ def test_an_entrant_over_its_cpu_limit_crashes_with_the_reason(suite, tmp_path):
         entrant = parse_entrant(f"/bin/sh {folder / 'spin.sh'} {{instance}} {{solution}}",
                                 "spin")
         compete(load_manifest(suite), [entrant], tmp_path / "out", time_limit=600, grace=1,
-                progress=False, cpu_limit=1)
+                progress=False, cpu_limit=1, plots=False)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     row = pd.read_csv(tmp_path / "out" / "scores.csv").iloc[0]

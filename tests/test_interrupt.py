@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from quick_cut import QUICK_TWO, quick_cut
 
 from dlsched import interrupt
 
@@ -108,6 +109,8 @@ def test_ctrl_c_at_any_moment_is_exit_130_and_one_line(tmp_path, when):
             "--run-as", "self",
             "--solver", '/bin/sh -c "sleep 60" {instance} {solution}', "--output",
             str(tmp_path / "out")]
+    if when == "sleep":  # a state, not a moment: the suite cut to one instance loads faster
+        argv += ["--library", str(quick_cut(tmp_path / "lib", QUICK_TWO[:1]))]
     code, err = _interrupt_after(argv, when, tmp_path, tmpdir)
     assert code == interrupt.EXIT_INTERRUPTED, err
     assert err == "interrupted\n"
@@ -115,7 +118,9 @@ def test_ctrl_c_at_any_moment_is_exit_130_and_one_line(tmp_path, when):
 
 
 def test_ctrl_c_during_a_benchmark(tmp_path):
+    # the quick suite cut to one instance: the state waited for comes after less loading
     argv = ["bench", "--suite", "quick", "--methods", "exact:cbc", "--no-progress",
+            "--library", str(quick_cut(tmp_path / "lib", QUICK_TWO[:1])),
             "--output", str(tmp_path / "r.csv")]
     # while a run is under way: the process the runner forks for it (named as its parent)
     code, err = _interrupt_after(argv, "dlsched", tmp_path)
