@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import textwrap
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import readable_dir
 
 from dlsched import InputError
 from dlsched.benchmarks.build import build_suite
@@ -171,19 +173,43 @@ NEVER_ENDS = {"hang_ignoring_sigterm": (0.5, 0.2)}
 IGNORING_SIGTERM = """/bin/sh -c 'trap "" TERM; echo "$$ $$" >> pids.txt; exec "$0" "$@"'"""
 
 
+@pytest.fixture(scope="module")
+def hostile_runs(suite, tmp_path_factory):
+    """Every hostile entrant, run once for the module: those that end by themselves in one
+    competition (each run in its own session and folder, each killed off before the next,
+    so a survivor of one run would change another's verdict), the never-ending ones in a
+    second with their short limit; name -> (output folder, limit, grace)."""
+    folder = readable_dir()
+    out = tmp_path_factory.mktemp("hostile")
+    runs = {}
+    try:
+        for group, (limit, grace) in (("ends", (LIMIT, GRACE)),
+                                      *((n, v) for n, v in NEVER_ENDS.items())):
+            names = ([n for n in HOSTILE if n not in NEVER_ENDS] if group == "ends"
+                     else [group])
+            entrants = []
+            for name in names:
+                script = _script(folder, name, HOSTILE[name][0])
+                wrap = IGNORING_SIGTERM if name in NEVER_ENDS else ""
+                entrants.append(parse_entrant(f"{wrap} {PY} {script} {{instance}} {{solution}}",
+                                              name))
+            compete(suite, entrants, out / group, time_limit=limit, grace=grace,
+                    progress=False, limits=LIMITS, plots=False)
+            runs.update((name, (out / group, limit, grace)) for name in names)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return runs
+
+
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_hostile_solver(suite, tmp_path, entrant_dir, name):
-    body, outcome, words = HOSTILE[name]
-    script = _script(entrant_dir, name, body)
-    limit, grace = NEVER_ENDS.get(name, (LIMIT, GRACE))
-    wrap = IGNORING_SIGTERM if name in NEVER_ENDS else ""
-    entrant = parse_entrant(f"{wrap} {PY} {script} {{instance}} {{solution}}", name)
-    out = tmp_path / "out"
-    compete(suite, [entrant], out, time_limit=limit, grace=grace, progress=False,
-            limits=LIMITS, plots=False)
+def test_hostile_solver(suite, hostile_runs, name):
+    _, outcome, words = HOSTILE[name]
+    out, limit, grace = hostile_runs[name]
     scores = pd.read_csv(out / "scores.csv", keep_default_na=False, na_values=[""])
-    assert len(scores) == 1, scores  # nothing the solver wrote changed the table
-    row = scores.iloc[0]
+    # nothing a solver wrote changed the table: one row per entrant of the competition
+    assert sorted(scores["entrant"]) == sorted(n for n, v in hostile_runs.items()
+                                               if v[0] == out), scores
+    row = scores.set_index("entrant").loc[name]
     assert row["outcome"] == outcome, row["reason"]
     assert words in row["reason"], row["reason"]
     if outcome != "ok":
