@@ -341,6 +341,10 @@ def run_bench(manifest: Manifest, settings: BenchSettings, output: str | Path | 
     """
     if settings.jobs < 1:
         raise InputError(f"jobs = {settings.jobs}", field="--jobs", fix="use 1 or more")
+    if settings.executor not in ("process", "dask") and not settings.executor.startswith(
+            "dask://"):  # before anything runs, and before importing dask (~0.3 CPU-s)
+        raise InputError(f"executor {settings.executor!r}", field="--executor",
+                         fix="use process, dask, or dask://HOST:PORT")
     if settings.time_limit <= 0:
         raise InputError(f"time limit = {settings.time_limit}", field="--time-limit",
                          fix="use seconds > 0")
