@@ -12,6 +12,7 @@ from dlsched.benchmarks import (
     fuzz,
     genie_snapshots,
     inference_paper,
+    interrupt_moments,
     liquid_fig19,
     policy_latency,
     sched2_optimum,
@@ -245,3 +246,11 @@ def test_exact_crosschecks_tiny(capsys):
                                                    "cbc-bound"]
     for check in out["checks"]:
         assert check["a"]["status"] == "optimal" and check["ok"]
+
+
+def test_interrupt_moments_tiny(capsys):
+    # the moment 0 (test_interrupt runs 0.05, 0.2 and the solver's state)
+    assert interrupt_moments.main(["--moments", "0"]) == 0
+    lines, figures = _lines(capsys)
+    assert figures["moments"] == [0.0] and figures["failures"] == [] and figures["ok"]
+    assert _rows(lines, "0 ")[0][1:] == ["130", "'interrupted'", "0", "yes"]

@@ -1,13 +1,14 @@
 """Ctrl-C at any moment of a ``dlsched`` command: exit 130 and the one line
-``interrupted`` — while the package is still being imported, while the suite loads, while
-a solver runs — and no run folder left behind.
+``interrupted`` — while the package is still being imported, while a solver runs — and no
+run folder left behind.
 
 The interrupt goes to the command's whole process group, as a terminal sends it. Each run
 waits until the command's own code is running (the numpy library, which the package
 imports right after arming its handler, is mapped into the process) and then waits the
 delay: the first ~50 ms of interpreter start-up, before any dlsched code runs, belong to
 Python and are not tested. "While a solver runs" is not a delay but a state the test
-waits for: a process of the solver's name under the command.
+waits for: a process of the solver's name under the command. The helpers are those of
+:mod:`dlsched.benchmarks.interrupt_moments`, which sweeps many more moments.
 """
 
 from __future__ import annotations
@@ -23,98 +24,28 @@ import pytest
 from quick_cut import QUICK_TWO, quick_cut
 
 from dlsched import interrupt
+from dlsched.benchmarks.interrupt_moments import check_moment, interrupt_after
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/maps").exists(),
                                 reason="needs /proc (Linux)")
 
-VENV_BIN = Path(sys.executable).parent
-
-
-def _started(pid: int) -> bool:
-    try:
-        return "numpy" in Path(f"/proc/{pid}/maps").read_text()
-    except OSError:
-        return False
-
-
-def _descendant_named(pid: int, name: str) -> bool:
-    """Whether a process named ``name`` (its ``comm``) descends from ``pid``."""
-    todo, seen = [pid], set()
-    while todo:
-        parent = todo.pop()
-        seen.add(parent)
-        try:
-            tasks = list(Path(f"/proc/{parent}/task").iterdir())
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                children = [int(c) for c in (task / "children").read_text().split()]
-            except OSError:
-                continue
-            for child in children:
-                try:
-                    if Path(f"/proc/{child}/comm").read_text().strip() == name:
-                        return True
-                except OSError:
-                    continue
-                if child not in seen:
-                    todo.append(child)
-    return False
-
-
-def _interrupt_after(argv: list[str], when: float | str, cwd: Path,
-                     tmpdir: Path | None = None) -> tuple[int, str]:
-    """Run ``dlsched ARGV``; once its code runs, wait ``when`` seconds, or until a process
-    named ``when`` runs under it, then Ctrl-C it: its exit code and stderr."""
-    env = dict(os.environ)
-    if tmpdir is not None:
-        env["TMPDIR"] = str(tmpdir)
-    env["PATH"] = os.pathsep.join([str(VENV_BIN), env.get("PATH", "")])
-    env.pop("DLSCHED_TRACEBACK", None)
-    proc = subprocess.Popen([str(VENV_BIN / "dlsched"), *argv], cwd=cwd, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while not _started(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.002)
-        if isinstance(when, str):
-            while (not _descendant_named(proc.pid, when) and proc.poll() is None
-                   and time.monotonic() < deadline):
-                time.sleep(0.01)
-            assert proc.poll() is None, f"the command ended before {when} ran"
-        else:
-            time.sleep(when)
-        os.killpg(proc.pid, signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    return proc.returncode, err
-
-
-# seconds after the command's code started (importing, loading the suite), then "sleep":
-# while the solver (a `sleep 60`) runs, reached on any load without waiting a fixed time
-@pytest.mark.parametrize("when", [0.0, 0.05, 0.2, 0.5, 1.0, "sleep"])
+# seconds after the command's code started (importing), then "sleep": while the solver (a
+# `sleep 60`) runs, reached on any load without waiting a fixed time. Later moments (the
+# suite loading, the solver starting: 0 to 1.5 s by 0.1) are swept by
+# `python -m dlsched.benchmarks.interrupt_moments`, whose tiny test (test_bench_scripts)
+# runs the moment 0
+@pytest.mark.parametrize("when", [0.05, 0.2, "sleep"])
 def test_ctrl_c_at_any_moment_is_exit_130_and_one_line(tmp_path, when):
     # the command's own temporary folder, so that other tests' solver folders (running
     # beside this one) are not counted; the solver runs as the runner's user because that
-    # folder is inside pytest's private one (isolation has its own tests)
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    # a solver that sleeps: the command is still running at the last moment, on any load
-    argv = ["compete", "--suite", "quick", "--no-progress", "--time-limit", "60",
-            "--run-as", "self",
-            "--solver", '/bin/sh -c "sleep 60" {instance} {solution}', "--output",
-            str(tmp_path / "out")]
-    if when == "sleep":  # a state, not a moment: the suite cut to one instance loads faster
-        argv += ["--library", str(quick_cut(tmp_path / "lib", QUICK_TWO[:1]))]
-    code, err = _interrupt_after(argv, when, tmp_path, tmpdir)
-    assert code == interrupt.EXIT_INTERRUPTED, err
-    assert err == "interrupted\n"
-    assert list(tmpdir.glob("dlsched-run-*")) == []  # the solver's private folder was removed
+    # folder is inside pytest's private one (isolation has its own tests). A state, not a
+    # moment: the suite cut to one instance loads faster
+    extra = (("--library", str(quick_cut(tmp_path / "lib", QUICK_TWO[:1])))
+             if when == "sleep" else ())
+    row = check_moment(when, tmp_path / "run", extra)
+    assert row["exit_code"] == interrupt.EXIT_INTERRUPTED, row["stderr"]
+    assert row["stderr"] == "interrupted\n"
+    assert row["left"] == []  # the solver's private folder was removed
 
 
 def test_ctrl_c_during_a_benchmark(tmp_path):
@@ -123,7 +54,7 @@ def test_ctrl_c_during_a_benchmark(tmp_path):
             "--library", str(quick_cut(tmp_path / "lib", QUICK_TWO[:1])),
             "--output", str(tmp_path / "r.csv")]
     # while a run is under way: the process the runner forks for it (named as its parent)
-    code, err = _interrupt_after(argv, "dlsched", tmp_path)
+    code, err = interrupt_after(argv, "dlsched", tmp_path)
     assert code == interrupt.EXIT_INTERRUPTED and err == "interrupted\n", err
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
