@@ -22,45 +22,43 @@ from dlsched.cli import main
 
 PY = sys.executable
 
-# each script: argv = instance path, solution path
+# each script: argv = instance path, solution path. Shell scripts (no interpreter to
+# start, a few ms each) except where reading the instance's JSON needs Python; the
+# instance file is written by pretty_json, its top-level "sha256" on a line of its own
+SHA = r"""sha=$(sed -n 's/^  "sha256": "\([0-9a-f]*\)".*/\1/p' "$1")"""
 SCRIPTS = {
     # every job waits: feasible, scored against the best known
-    "waits": """
-        doc = json.load(open(sys.argv[1]))
-        json.dump({"format_version": 1, "instance_sha256": doc["sha256"],
-                   "placements": []}, open(sys.argv[2], "w"))
-    """,
+    "waits": ("sh", SHA + """
+        printf '{"format_version": 1, "instance_sha256": "%s", "placements": []}' "$sha" > "$2"
+    """),
     # the first job on no GPU at all: the validator rejects it
-    "infeasible": """
+    "infeasible": ("py", """
         doc = json.load(open(sys.argv[1]))
         json.dump({"format_version": 1, "instance_sha256": doc["sha256"],
                    "placements": [{"job": doc["jobs"][0]["id"], "gpus": []}]},
                   open(sys.argv[2], "w"))
-    """,
-    "garbage": """
-        open(sys.argv[2], "w").write("this is not JSON")
-    """,
-    "wrong": """
-        json.dump({"format_version": 1, "instance_sha256": "0" * 64, "placements": []},
-                  open(sys.argv[2], "w"))
-    """,
-    "crash": """
-        print("boom: out of ideas", file=sys.stderr)
-        sys.exit(3)
-    """,
-    "missing": """
-        pass
-    """,
-    "sleeps": """
-        time.sleep(60)
-    """,
-    # ignores SIGTERM (from its start: see IGNORING_SIGTERM): killed after the grace
-    # period, its late file does not count
-    "stubborn": """
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        doc = json.load(open(sys.argv[1]))
-        time.sleep(60)
-    """,
+    """),
+    "garbage": ("sh", """
+        printf 'this is not JSON' > "$2"
+    """),
+    "wrong": ("sh", f"""
+        printf '{{"format_version": 1, "instance_sha256": "{'0' * 64}", "placements": []}}' > "$2"
+    """),
+    "crash": ("sh", """
+        echo "boom: out of ideas" >&2
+        exit 3
+    """),
+    "missing": ("sh", """
+        :
+    """),
+    "sleeps": ("sh", """
+        exec sleep 60
+    """),
+    # ignores SIGTERM (from its start: see IGNORING_SIGTERM; its sleep inherits that):
+    # killed after the grace period
+    "stubborn": ("sh", """
+        exec sleep 60
+    """),
 }
 
 
@@ -82,9 +80,10 @@ def scripts():
     """The solver scripts, written once (where an entrant's own user may read them)."""
     root = readable_dir()
     paths = {}
-    for name, body in SCRIPTS.items():
-        path = root / f"{name}.py"
-        path.write_text("import json, signal, sys, time\n" + textwrap.dedent(body))
+    for name, (kind, body) in SCRIPTS.items():
+        path = root / f"{name}.{kind}"
+        head = "import json, sys\n" if kind == "py" else ""
+        path.write_text(head + textwrap.dedent(body).strip() + "\n")
         paths[name] = path
     yield paths
     shutil.rmtree(root, ignore_errors=True)
@@ -97,7 +96,8 @@ IGNORING_SIGTERM = """/bin/sh -c 'trap "" TERM; exec "$0" "$@"'"""
 
 
 def test_bad_solvers_score_zero_with_reasons(suite, scripts, tmp_path):
-    entrants = [parse_entrant(f"{IGNORING_SIGTERM if name == 'stubborn' else ''} {PY} {path} "
+    entrants = [parse_entrant(f"{IGNORING_SIGTERM if name == 'stubborn' else ''} "
+                              f"{PY if path.suffix == '.py' else '/bin/sh'} {path} "
                               "{instance} {solution}", name)
                 for name, path in scripts.items()]
     slow = [e for e in entrants if e.name in ("sleeps", "stubborn")]
