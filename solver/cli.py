@@ -10,12 +10,13 @@ one line, see :mod:`dlsched.interrupt`).
 from __future__ import annotations
 
 import argparse
+import copy
 import errno
 import math
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from . import __version__, interrupt, versions
 from .benchmarks import cli as benchmarks_cli
@@ -34,6 +35,7 @@ from .gaps import relative_gap
 from .instance_io import load_instance, save_instance
 from .instances import cli as instances_cli
 from .problems import get_problem
+from .problems.rates import interference_names, locality_names
 from .registry import generators, get_method, methods_for
 from .rl import cli as rl_cli
 from .simulate import cli as simulate_cli
@@ -168,6 +170,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _late(name: str) -> Callable[[argparse.Namespace], int]:
+    """The command handler ``name`` of this module, looked up when the command runs: the
+    parser is built once per process (:func:`_parser`), and what a caller rebinds later
+    (a test's monkeypatch) is what runs."""
+    def handler(args: argparse.Namespace) -> int:
+        return globals()[name](args)
+    return handler
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="dlsched", description="Schedule deep-learning jobs on GPU "
                      "clusters: exact models, heuristics, and the gap between them.")
@@ -181,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
         spec.add_arguments(p)
         p.add_argument("--seed", type=seed_value, default=0, help="random seed (default 0)")
         p.add_argument("-o", "--output", required=True, help="instance file to write")
-        p.set_defaults(func=_cmd_generate, option_names={
+        p.set_defaults(func=_late("_cmd_generate"), option_names={
             a.dest: max(a.option_strings, key=len) for a in p._actions if a.option_strings})
 
     sol = sub.add_parser("solve", help="solve an instance with a method")
@@ -194,14 +205,14 @@ def build_parser() -> argparse.ArgumentParser:
     sol.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                      help="method-specific option (repeatable)")
     sol.add_argument("-o", "--output", help="solution file to write")
-    sol.set_defaults(func=_cmd_solve)
+    sol.set_defaults(func=_late("_cmd_solve"))
 
-    for name, func, text in (("validate", _cmd_validate, "check a solution independently"),
-                             ("evaluate", _cmd_evaluate, "print a solution's objective")):
+    for name, func, text in (("validate", "_cmd_validate", "check a solution independently"),
+                             ("evaluate", "_cmd_evaluate", "print a solution's objective")):
         p = sub.add_parser(name, help=text, description=text)
         p.add_argument("instance", help="instance file")
         p.add_argument("solution", help="solution file")
-        p.set_defaults(func=func)
+        p.set_defaults(func=_late(func))
 
     exp = sub.add_parser("export", help="write the exact model (MPS/LP, or CP-SAT proto text)")
     exp.add_argument("instance", help="instance file")
@@ -209,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="mps or lp (PuLP models), proto (CP-SAT model proto as text)")
     exp.add_argument("--method", default="exact", help="exact method to export (exact)")
     exp.add_argument("-o", "--output", required=True, help="file to write")
-    exp.set_defaults(func=_cmd_export)
+    exp.set_defaults(func=_late("_cmd_export"))
 
     demo = sub.add_parser("demo", help="Horus: exact vs greedy on one generated snapshot")
     demo.add_argument("--nodes", type=int, default=32, help="servers of 8 GPUs (32)")
@@ -219,11 +230,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--time-limit", type=positive_seconds, default=60.0,
                       help="seconds for the exact model")
     demo.add_argument("--seed", type=seed_value, default=1, help="seed of the snapshot")
-    demo.set_defaults(func=_cmd_demo)
+    demo.set_defaults(func=_late("_cmd_demo"))
 
     met = sub.add_parser("methods", help="list problems, methods and backends")
     met.add_argument("problem", nargs="?", help="only this problem's methods (default: all)")
-    met.set_defaults(func=_cmd_methods)
+    met.set_defaults(func=_late("_cmd_methods"))
 
     simulate_cli.add_commands(sub)
     benchmarks_cli.add_commands(sub)
@@ -233,13 +244,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_cached: tuple[tuple[object, ...], argparse.ArgumentParser] | None = None
+
+
+def _parser_inputs() -> tuple[object, ...]:
+    """What :func:`build_parser` reads that can change in a process: the registered
+    generators (each adds a parser and its options), locality and interference models
+    (``simulate`` choices) and learned-policy trainers (``rl`` parsers)."""
+    return (tuple(generators().items()), locality_names(), interference_names(),
+            tuple(rl_cli.TRAINERS.items()))
+
+
+def _parser() -> argparse.ArgumentParser:
+    """:func:`build_parser`, built once per process and again when its inputs changed.
+
+    Building it makes ~30 parsers and ~100 gettext look-ups (~12 ms), as much as many a
+    command's work when ``main`` is called in-process (tests, notebooks). ``parse_args``
+    leaves a parser as it was, so one serves every call; :func:`main` copies the mutable
+    defaults it hands to a command. No lock: two threads building at once each get a
+    whole parser, and a fork never inherits a held lock.
+    """
+    global _cached
+    inputs = _parser_inputs()
+    cached = _cached
+    if cached is None or cached[0] != inputs:
+        cached = (inputs, build_parser())
+        _cached = cached
+    return cached[1]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dlsched`` console command."""
     if argv is None:  # the command itself (not a test calling main): see dlsched.interrupt
         interrupt.arm()
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
+        args = _parser().parse_args(argv)
+        for key, value in vars(args).items():  # a command may change them; not the parser's
+            if isinstance(value, (list, dict, set)):
+                setattr(args, key, copy.copy(value))
         args.command_line = shlex.join(["dlsched", *(sys.argv[1:] if argv is None else argv)])
         code = int(args.func(args))
         # an interrupt that something swallowed (a method's try, an ImportError it caused)
