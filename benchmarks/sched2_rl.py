@@ -84,6 +84,8 @@ SHARES = (0.60, 0.68, 0.75)
 HEAVY_MEDIAN_S = 5270.0
 TRAINING_SEEDS = list(TRAIN_SEEDS)[:4]
 """The shipped training's episodes per one-GPU share (``--train-episodes 4``)."""
+VALIDATION = list(VALIDATION_SEEDS)[:5]
+"""The shipped training's validation episodes per one-GPU share (``--valid-episodes 5``)."""
 COMPOSITE_GRID = tuple(round(a, 2) for a in np.arange(0.1, 1.01, 0.1))
 METRICS = ("effectiveness_mean", "jct_mean", "makespan", "wait_mean")
 PARTS = {"main", "heavy", "ablation", "dqn-ablation", "small", "optimum"}
@@ -105,7 +107,7 @@ def train_agents(folder: Path, spec: EpisodeSpec, seeds: int,
         episodes = {name: [w for share in SHARES
                            for w in replace(spec, single_share=share).workloads(seeds_)]
                     for name, seeds_ in (("train", TRAINING_SEEDS),
-                                         ("valid", list(VALIDATION_SEEDS)[:5]))}
+                                         ("valid", VALIDATION))}
         summary_ = train_priority(out, train=episodes["train"], valid=episodes["valid"],
                                   seed=seed, settings=settings)
         cpu += summary_["cpu_s"]
