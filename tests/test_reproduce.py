@@ -98,7 +98,7 @@ def test_reproduce_quick_json_rows_are_smoke(paper, capsys, monkeypatch):
     )
 
     # smaller than --quick (the same rows, the same code; this test checks their plumbing,
-    # CPU-s of the five: 14.8 -> 4): inference 7-s slots, the heuristic tuned on 1.2-s
+    # CPU-s of the five in one process: 12.9 -> 4.5): inference 7-s slots, tuned on 1.2-s
     # episodes; liquid 4 servers and the GAs stopped after 2 generations (the GA's
     # search is tested in test_liquid_heuristics.py); sched2 40-job episodes; GENIE 3 h
     # of arrivals; Horus 8 jobs
