@@ -66,13 +66,14 @@ from dlsched.rl.sched2_search import (
     effectiveness,
     train_priority,
 )
-from dlsched.rl.sched2_train import TEST_SEEDS, TRAIN_SEEDS, VALIDATION_SEEDS, EpisodeSpec
+from dlsched.rl.sched2_train import TEST_SEEDS, TRAIN_SEEDS, EpisodeSpec
 from dlsched.simulate import Policy, job_table, simulate, summary
 from dlsched.solve import solve
 
 from .paper_claims import claim
 from .sched2_optimum import composite_weights, optimum_gaps
 from .sched2_rl_dqn import (
+    VALIDATION,
     dqn_ablation,
     dqn_policies,
     dqn_row,
@@ -84,8 +85,6 @@ SHARES = (0.60, 0.68, 0.75)
 HEAVY_MEDIAN_S = 5270.0
 TRAINING_SEEDS = list(TRAIN_SEEDS)[:4]
 """The shipped training's episodes per one-GPU share (``--train-episodes 4``)."""
-VALIDATION = list(VALIDATION_SEEDS)[:5]
-"""The shipped training's validation episodes per one-GPU share (``--valid-episodes 5``)."""
 COMPOSITE_GRID = tuple(round(a, 2) for a in np.arange(0.1, 1.01, 0.1))
 METRICS = ("effectiveness_mean", "jct_mean", "makespan", "wait_mean")
 PARTS = {"main", "heavy", "ablation", "dqn-ablation", "small", "optimum"}

@@ -16,6 +16,7 @@ from dlsched.benchmarks import (
     policy_latency,
     sched2_optimum,
     sched2_rl,
+    sched2_rl_dqn,
     sim_queue_latency,
 )
 
@@ -71,6 +72,7 @@ def test_sched2_rl_tiny(capsys, monkeypatch):
     # which imports torch._dynamo)
     monkeypatch.setattr(sched2_rl, "TRAINING_SEEDS", sched2_rl.TRAINING_SEEDS[:1])
     monkeypatch.setattr(sched2_rl, "VALIDATION", sched2_rl.VALIDATION[:1])
+    monkeypatch.setattr(sched2_rl_dqn, "VALIDATION", sched2_rl_dqn.VALIDATION[:1])
     assert sched2_rl.main(["--episodes", "1", "--jobs", "10", "--train-seeds", "1",
                            "--generations", "1", "--population", "2",
                            "--generalization-episodes", "1", "--small-workloads", "1",
