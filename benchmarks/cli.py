@@ -132,16 +132,19 @@ def _cmd_report(args: argparse.Namespace) -> int:
         return EXIT_OK
     out = check_output(args.output_dir or f"{path.with_suffix('')}-report", "--output-dir",
                        directory=True)
-    write_report(table, out, tol=args.tol, plots=not args.no_plots)
-    from .report import console_table
+    from .report import console_table, group_reports, summarize
 
-    print(console_table(table, args.tol))
+    summary = summarize(table, args.tol)  # once for the files, the console and the page
+    groups = group_reports(table, args.tol, summary)
+    write_report(table, out, tol=args.tol, plots=not args.no_plots, groups=groups)
+    print(console_table(table, args.tol, summary))
     print(f"\nwrote {out / 'summary.md'}")
     if args.html:
         from .html_report import bench_page
 
         html_dir = check_output(args.html, "--html", directory=True)
-        page = bench_page(table, html_dir, tol=args.tol, title=f"Benchmark report: {path.name}")
+        page = bench_page(table, html_dir, tol=args.tol, groups=groups,
+                          title=f"Benchmark report: {path.name}")
         print(f"wrote {page}")
     return EXIT_OK
 

@@ -195,11 +195,13 @@ def write_html(out_dir: str | Path, title: str, intro: Sequence[str],
 
 
 def bench_page(table: pd.DataFrame, out_dir: str | Path, *, tol: float,
-               title: str = "Benchmark report") -> Path:
-    """The page of a results table (:func:`dlsched.benchmarks.results_table.read_table`)."""
+               title: str = "Benchmark report", groups: list[GroupReport] | None = None
+               ) -> Path:
+    """The page of a results table (:func:`dlsched.benchmarks.results_table.read_table`);
+    ``groups``: its ``group_reports(table, tol)`` when already computed."""
     from .report import group_reports
 
-    groups = group_reports(table, tol)
+    groups = group_reports(table, tol) if groups is None else groups
     sections = []
     for g in groups:
         runs = table[(table["suite"] == g.suite) & (table["problem"] == g.problem)

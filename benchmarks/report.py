@@ -294,9 +294,11 @@ class GroupReport:
                      f"{1e-7 if relative else 1e-3:g})", floor=1e-7 if relative else 1e-3)
 
 
-def group_reports(table: pd.DataFrame, tol: float = SOLVED_TOL) -> list[GroupReport]:
-    """One :class:`GroupReport` per (suite, problem, time limit) of ``table``, in order."""
-    summary = summarize(table, tol)
+def group_reports(table: pd.DataFrame, tol: float = SOLVED_TOL,
+                  summary: pd.DataFrame | None = None) -> list[GroupReport]:
+    """One :class:`GroupReport` per (suite, problem, time limit) of ``table``, in order
+    (``summary``: ``summarize(table, tol)`` when already computed)."""
+    summary = summarize(table, tol) if summary is None else summary
     out = []
     for (suite, problem, limit), whole in _groups(table):
         group, skipped = split_not_taken(whole)
@@ -367,7 +369,7 @@ def report_preamble(tol: float = SOLVED_TOL) -> str:
 
 
 def write_report(table: pd.DataFrame, out_dir: str | Path, *, tol: float = SOLVED_TOL,
-                 plots: bool = True) -> str:
+                 plots: bool = True, groups: list[GroupReport] | None = None) -> str:
     """Write summary.csv, summary.md and per-group profiles (PNG + CSV).
 
     Parameters
@@ -380,6 +382,8 @@ def write_report(table: pd.DataFrame, out_dir: str | Path, *, tol: float = SOLVE
         Relative distance to the reference at which a run counts as reaching it.
     plots
         Also draw the profiles as PNG.
+    groups
+        ``group_reports(table, tol)`` when already computed (the summary is their parts).
 
     Returns
     -------
@@ -388,9 +392,10 @@ def write_report(table: pd.DataFrame, out_dir: str | Path, *, tol: float = SOLVE
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_table(summarize(table, tol), out, "summary", "csv")
+    summary = summarize(table, tol)
+    write_table(summary, out, "summary", "csv")
     lines = ["# Benchmark summary", "", report_preamble(tol), ""]
-    for g in group_reports(table, tol):
+    for g in group_reports(table, tol, summary) if groups is None else groups:
         if g.time_profile is not None and g.gap_profile is not None:
             write_table(g.time_profile.reset_index(), out, f"profile-time-{g.stem}", "csv")
             write_table(g.gap_profile.reset_index(), out, f"profile-gap-{g.stem}", "csv")
@@ -444,7 +449,8 @@ def not_taken_lines(skipped: pd.DataFrame) -> list[str]:
     return [*lines, ""]
 
 
-def console_table(table: pd.DataFrame, tol: float = SOLVED_TOL) -> str:
+def console_table(table: pd.DataFrame, tol: float = SOLVED_TOL,
+                  summary: pd.DataFrame | None = None) -> str:
     """The summary as markdown tables per group, each followed by its gap form.
 
     Parameters
@@ -453,13 +459,15 @@ def console_table(table: pd.DataFrame, tol: float = SOLVED_TOL) -> str:
         A results table.
     tol
         Relative distance to the reference at which a run counts as reaching it.
+    summary
+        ``summarize(table, tol)`` when already computed.
 
     Returns
     -------
     str
         The text to print (``"(no runs)"`` for an empty table).
     """
-    summary = summarize(table, tol)
+    summary = summarize(table, tol) if summary is None else summary
     if summary.empty:
         return "(no runs)"
     parts = []

@@ -125,7 +125,7 @@ def _genie_gap(seeds: int, quick: bool) -> tuple[list[float], int]:
             if 2 <= len(snap.jobs) <= 25 and snap.gpu_busy.sum() < snap.cluster.num_gpus:
                 states.append(snap)
 
-        w = generate_genie_workload(seed=s, density=5.0, duration=6.0 if quick else 24.0,
+        w = generate_genie_workload(seed=s, density=5.0, duration=QUICK_HOURS if quick else 24.0,
                                     preset="paper")
         simulate(w, Policy("swaf"), record_events=False, frag_samples=False, observe=keep)
         rng = np.random.default_rng(s)
@@ -219,10 +219,15 @@ def _offline(seeds: int, quick: bool) -> list[Row]:
             for m, g in gaps.items()]
 
 
+QUICK_HOURS = 6.0
+"""``--quick``: hours of arrivals of the Fig. 13 and 17 workloads and of the SWAF run whose
+states the snapshot rows solve."""
+
+
 def genie(seeds: int, quick: bool) -> list[Row]:
-    """Every GENIE row (module docstring); ``quick``: densities 5 and 20 over 6 h, Fig. 17
-    on 16 and 32 GPUs."""
-    hours = 6.0 if quick else 24.0
+    """Every GENIE row (module docstring); ``quick``: densities 5 and 20 over
+    :data:`QUICK_HOURS`, Fig. 17 on 16 and 32 GPUs."""
+    hours = QUICK_HOURS if quick else 24.0
     policies = _genie_policies()
     fig13 = _runs({d: [generate_genie_workload(seed=s, density=d, duration=hours,
                                                preset="paper") for s in range(seeds)]

@@ -251,9 +251,14 @@ def _beyond(seeds: int, quick: bool) -> list[Row]:
             for m, g in gaps.items()]
 
 
+QUICK_JOBS = 20
+"""``--quick``: jobs of each testbed workload."""
+
+
 def horus(seeds: int, quick: bool) -> list[Row]:
-    """Every Horus row (module docstring); ``quick``: 20 jobs, no Table 7 (smoke)."""
-    jobs = 20 if quick else JOBS
+    """Every Horus row (module docstring); ``quick``: :data:`QUICK_JOBS` jobs, no Table 7
+    (smoke)."""
+    jobs = QUICK_JOBS if quick else JOBS
     res = _testbed(seeds, jobs, MODEL)
     rows = _rows(res, "stated testbed, fitted f", "headline", _why(res))
     missed = {r.claim for r in rows if not (r.direction_matches and r.within_2x)}

@@ -40,6 +40,8 @@ SLOT_HOURS = 0.5
 QUICK_HOURS = 0.02
 """``--quick``: 72 s per slot (1.5-2 k queries on one p2, 12-16 k on 5 g2 + 5 p2), the
 heuristic tuned on 3 training episodes of half a minute: a smoke run of every row."""
+QUICK_TUNE_MINUTES = 0.5
+"""``--quick``: minutes of each of the 3 training episodes the heuristic is tuned on."""
 PRINTED = {"alpha": 0.5, "beta": 0.5}
 TABLES = {"p2:1": ("table2", "table3"), "g2:5,p2:5": ("table4", "table5")}
 GAPS = (("heuristic-fixed", "heuristic", "fixed"), ("rl-heuristic", LEARNED, "heuristic"))
@@ -143,7 +145,8 @@ def inference(seeds: int, quick: bool) -> list[Row]:
     """Every inference row (module docstring); ``quick``: :data:`QUICK_HOURS` per slot."""
     hours = QUICK_HOURS if quick else SLOT_HOURS
     rows: list[Row] = []
-    tuned = {gpus: heuristic_params(gpus, scale, True, [], 0.5 if quick else 10.0)
+    tuned = {gpus: heuristic_params(gpus, scale, True, [],
+                                     QUICK_TUNE_MINUTES if quick else 10.0)
              for gpus, scale, _t in SETTINGS}
     printed = {"heuristic": "heuristic@0.5", "fixed": "fixed", LEARNED: LEARNED}
     for gpus, scale, _table in SETTINGS:

@@ -31,6 +31,8 @@ GAS = {"gga": ("gga", {}), "gga-cluster": ("gga", {"repair": "cluster"}),
        "gga-ls": ("gga-ls", {})}
 """Label -> (method, options): the paper's GA (repair on the plan's remaining servers,
 our reading), the same GA under the other reading of its repair, the ablation."""
+QUICK_NODES = 10
+"""``--quick``: servers of the Fig. 19 batch (half as many for the beyond rows' batches)."""
 
 
 def _runs(workload, policies: dict[str, Policy]) -> dict[str, dict]:
@@ -65,7 +67,7 @@ def _fig19_rows(fig19: list[dict[str, dict]], label: str, nodes: int, kind: str,
 
 def liquid(seeds: int, quick: bool) -> list[Row]:
     """Every Liquid row (module docstring); ``quick``: 10 servers, 10 immediate jobs."""
-    nodes = 10 if quick else 20
+    nodes = QUICK_NODES if quick else 20
     fig18 = [_runs(generate_liquid_preset(seed=s, preset="fig18", nodes=5,
                                           jobs=10 if quick else None),
                    {"bestfit": Policy("bestfit"), "random": Policy("random", seed=s),
@@ -100,7 +102,8 @@ def liquid(seeds: int, quick: bool) -> list[Row]:
 
 def _beyond(seeds: int, quick: bool) -> tuple[list[Row], str]:
     """The paper's GA (both readings of its repair), best-fit and gga-ls vs the proven
-    optimum (HiGHS) on Fig. 19 batches of 10 servers (5 with ``quick``): gap relative to
+    optimum (HiGHS) on Fig. 19 batches of 10 servers (half ``QUICK_NODES`` with
+    ``quick``): gap relative to
     |optimum|. Also the GA's operator statistics (share of invalid offspring)."""
     methods = {"gga": "the paper's GA (gga)",
                "gga-cluster": "the paper's GA, repair reading 'cluster'",
@@ -112,7 +115,7 @@ def _beyond(seeds: int, quick: bool) -> tuple[list[Row], str]:
              "stuck": 0}
     proven = 0
     for s in range(seeds):
-        inst = generate_liquid(seed=s, nodes=5 if quick else 10)
+        inst = generate_liquid(seed=s, nodes=max(1, QUICK_NODES // 2) if quick else 10)
         exact = solve(inst, "exact", backend="highs", time_limit=60)
         if exact.status.value != "optimal":
             continue

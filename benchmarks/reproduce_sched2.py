@@ -39,6 +39,8 @@ TEST_SEED0 = 1000
 METRICS = {"E": ("effectiveness_mean", max), "makespan": ("makespan", min),
            "jct": ("jct_mean", min), "wait": ("wait_mean", min), "run": ("run_time_mean", min)}
 Runs = list[dict[str, dict]]  # per episode, per policy name: summary
+QUICK_JOBS = 300
+"""``--quick``: jobs per episode."""
 
 
 def _episodes(seeds: int, jobs: int, share: float, median: float) -> list:
@@ -157,8 +159,8 @@ def _beyond(seeds: int, quick: bool) -> list[Row]:
 
 
 def sched2(seeds: int, quick: bool) -> list[Row]:
-    """Every SCHED² row (module docstring); ``quick``: 300-job episodes."""
-    jobs = 300 if quick else 1000
+    """Every SCHED² row (module docstring); ``quick``: :data:`QUICK_JOBS`-job episodes."""
+    jobs = QUICK_JOBS if quick else 1000
     policies = {AGENT: Policy(AGENT), **{r: Policy(r) for r in RULES}}
     stated = {k: _play(_episodes(seeds, jobs, share, STATED_MEDIAN_S), policies)
               for k, share in SHARES.items()}

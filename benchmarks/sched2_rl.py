@@ -66,13 +66,14 @@ from dlsched.rl.sched2_search import (
     effectiveness,
     train_priority,
 )
-from dlsched.rl.sched2_train import TEST_SEEDS, TRAIN_SEEDS, VALIDATION_SEEDS, EpisodeSpec
+from dlsched.rl.sched2_train import TEST_SEEDS, TRAIN_SEEDS, EpisodeSpec
 from dlsched.simulate import Policy, job_table, simulate, summary
 from dlsched.solve import solve
 
 from .paper_claims import claim
 from .sched2_optimum import composite_weights, optimum_gaps
 from .sched2_rl_dqn import (
+    VALIDATION,
     dqn_ablation,
     dqn_policies,
     dqn_row,
@@ -105,7 +106,7 @@ def train_agents(folder: Path, spec: EpisodeSpec, seeds: int,
         episodes = {name: [w for share in SHARES
                            for w in replace(spec, single_share=share).workloads(seeds_)]
                     for name, seeds_ in (("train", TRAINING_SEEDS),
-                                         ("valid", list(VALIDATION_SEEDS)[:5]))}
+                                         ("valid", VALIDATION))}
         summary_ = train_priority(out, train=episodes["train"], valid=episodes["valid"],
                                   seed=seed, settings=settings)
         cpu += summary_["cpu_s"]

@@ -35,12 +35,15 @@ WARM_START_EPISODES = 12
 episodes ≈ 12 episodes of 1000 jobs): the no-warm-start variant plays that many more."""
 
 
+VALIDATION = list(VALIDATION_SEEDS)[:5]
+"""The shipped training's validation seeds per one-GPU share (``--valid-episodes 5``)."""
+
+
 def episode_sets(spec: EpisodeSpec, training_seeds: list[int]) -> dict[str, list[Instance]]:
     """The shipped training's episodes: 4 training and 5 validation seeds per share."""
     return {name: [w for share in SHARES
                    for w in replace(spec, single_share=share).workloads(seeds)]
-            for name, seeds in (("train", training_seeds),
-                                ("valid", list(VALIDATION_SEEDS)[:5]))}
+            for name, seeds in (("train", training_seeds), ("valid", VALIDATION))}
 
 
 def train_dqn_agents(folder: Path, spec: EpisodeSpec, seeds: int, training_seeds: list[int],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -12,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from dlsched.files import locked
+
 ROOT = Path(__file__).resolve().parents[1]
+# mypy's incremental cache, kept between runs (mypy writes a .gitignore into it): it
+# rechecks what changed (a module's hash or the options), so a warm run gives the same
+# messages in ~0.2 CPU-s instead of ~3.6 (the analysis of dlsched, numpy and pandas)
+CACHE = ROOT / ".mypy_cache" / "readme-snippets"
 
 pytest.importorskip("mypy", reason="mypy is in the test extra: pip install -e '.[test]'")
 
@@ -74,7 +81,13 @@ def checked(tmp_path_factory) -> tuple[list[Path], Path, subprocess.CompletedPro
         files.append(path)
     unguarded = src / "unguarded.py"
     unguarded.write_text(UNGUARDED, encoding="utf-8")
-    run = _mypy([*files, unguarded], _link_tree(root / "site"), root / "cache")
+    tree = _link_tree(root / "site")
+    CACHE.parent.mkdir(exist_ok=True)
+    with locked(CACHE.parent):  # one mypy at a time on the cache (xdist workers, sessions)
+        run = _mypy([*files, unguarded], tree, CACHE)
+        if run.returncode not in (0, 1):  # 2: mypy failed; a damaged cache is not a verdict
+            shutil.rmtree(CACHE, ignore_errors=True)
+            run = _mypy([*files, unguarded], tree, CACHE)
     return files, unguarded, run
 
 

@@ -89,10 +89,27 @@ def test_horus_stated_settings():
 @pytest.mark.parametrize("paper", ["horus", "genie", "liquid", "sched2", "inference"])
 def test_reproduce_quick_json_rows_are_smoke(paper, capsys, monkeypatch):
     # one seed: smoke rows carry no verdict, and every row is built per seed the same way
-    from dlsched.benchmarks import reproduce_inference
+    from dlsched.benchmarks import (
+        reproduce_genie,
+        reproduce_horus,
+        reproduce_inference,
+        reproduce_liquid,
+        reproduce_sched2,
+    )
 
-    # inference: 18-s slots instead of --quick's 72 s (the same rows; 4.5 -> 2.9 CPU-s)
-    monkeypatch.setattr(reproduce_inference, "QUICK_HOURS", 0.005)
+    # smaller than --quick (the same rows, the same code; this test checks their plumbing,
+    # CPU-s of the five in one process: 12.9 -> 4.5): inference 7-s slots, tuned on 1.2-s
+    # episodes; liquid 4 servers and the GAs stopped after 2 generations (the GA's
+    # search is tested in test_liquid_heuristics.py); sched2 40-job episodes; GENIE 3 h
+    # of arrivals; Horus 8 jobs
+    monkeypatch.setattr(reproduce_genie, "QUICK_HOURS", 3.0)
+    monkeypatch.setattr(reproduce_horus, "QUICK_JOBS", 8)
+    monkeypatch.setattr(reproduce_inference, "QUICK_HOURS", 0.002)
+    monkeypatch.setattr(reproduce_inference, "QUICK_TUNE_MINUTES", 0.02)
+    monkeypatch.setattr(reproduce_liquid, "QUICK_NODES", 4)
+    monkeypatch.setattr(reproduce_liquid, "GAS", {
+        k: (m, {**o, "max_generations": 2}) for k, (m, o) in reproduce_liquid.GAS.items()})
+    monkeypatch.setattr(reproduce_sched2, "QUICK_JOBS", 40)
     assert main(["reproduce", paper, "--quick", "--seeds", "1", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line]
     assert len(rows) >= 3

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from safetensors.numpy import save_file
-from trace_heads import trace_head
+from trace_heads import committed_workload, trace_head
 
-from dlsched import InputError, load_instance, solve, validate
+from dlsched import InputError, solve, validate
 from dlsched.cli import build_parser, main
 from dlsched.heuristics.sched2_priority import FEATURES, PriorityScorer, load_scorer
 from dlsched.instances.sched2_gen import generate_sched2
@@ -115,7 +115,7 @@ def test_search_is_deterministic_and_improves_on_its_training_episodes():
 
 def test_trace_episodes_give_the_simulators_schedule(tmp_path):
     # a committed trace slice: durations are the packed placement's time there
-    workload = load_instance(WORKLOADS / "itp-cluster07-d25-26.json.gz")
+    workload = committed_workload("itp-cluster07-d25-26.json.gz")
     sim = simulated(workload, Policy("learned-priority",
                                      options={"weights": weights_file(tmp_path)}))
     start, end = play(Episode.of(workload), PriorityScorer(MIXED))
@@ -144,7 +144,7 @@ def test_train_command_on_a_tiny_cluster_then_evaluate(tmp_path, capsys):
 
 
 def test_workload_file_is_cut_into_episodes_by_time():
-    workload = load_instance(WORKLOADS / "itp-cluster07-d25-26.json.gz")
+    workload = committed_workload("itp-cluster07-d25-26.json.gz")
     sets = episodes_from_workload(workload, 40)  # 218 jobs: 5 episodes of 40
     assert [len(sets[k]) for k in ("train", "valid", "test")] == [3, 1, 1]
     firsts = [min(j.submit_time for j in w.jobs) for k in sets for w in sets[k]]

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import hashlib
 from functools import cache
-from importlib import resources
 
 import pytest
+from trace_heads import committed_workload
 
 from dlsched.instance import Instance
-from dlsched.instance_io import load_instance
 from dlsched.instances.genie_gen import generate_genie_workload
 from dlsched.simulate import Policy, SimRun, simulate
 
@@ -36,9 +35,7 @@ def committed(name: str, problem: str, first: int | None = None,
               squeeze: float = 1.0) -> Instance:
     """A shipped workload (its first ``first`` jobs, arrivals ``squeeze`` times denser) as
     a workload of ``problem`` (as ``benchmarks.trace_replay`` reads it)."""
-    ref = resources.files("dlsched.instances").joinpath("workloads", f"{name}.json.gz")
-    with resources.as_file(ref) as path:
-        w = load_instance(path)
+    w = committed_workload(f"{name}.json.gz")  # read (and checked) once per process
     jobs = w.jobs[:first]
     if squeeze != 1.0:
         jobs = tuple(j.replace(submit_time=round(j.submit_time / squeeze, 3)) for j in jobs)

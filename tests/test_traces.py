@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
+from trace_heads import committed_workload
 
-from dlsched.instance_io import load_instance
 from dlsched.instances.traces import cluster_gpus, fill_fields, offered_load, workload_from_frame
 from dlsched.simulate import SpeedModel, job_table, simulate
 from dlsched.topology import Cluster
-
-WORKLOADS = Path(__file__).resolve().parents[1] / "instances" / "workloads"
 
 
 def test_offered_load_and_cluster_size_by_hand():
@@ -52,7 +48,7 @@ def test_fractional_gpus_map_to_memory_and_utilization():
     ("alibaba-openb-dense.json.gz", "horus"),
 ])
 def test_committed_workloads_load(name, problem):
-    w = load_instance(WORKLOADS / name)  # checks schema, references and the sha256
+    w = committed_workload(name)  # checks schema, references and the sha256
     assert w.problem == problem
     assert w.cluster.num_gpus % 8 == 0
     assert max(j.num_gpus for j in w.jobs) <= w.cluster.num_gpus
@@ -62,14 +58,14 @@ def test_committed_workloads_load(name, problem):
 
 
 def test_itp_day_replays_under_every_rule():
-    w = load_instance(WORKLOADS / "itp-cluster07-d25-26.json.gz")
+    w = committed_workload("itp-cluster07-d25-26.json.gz")
     for rule in ("fifo", "dsif"):
         table = job_table(simulate(w, rule, record_events=False))
         assert table["end"].notna().all() and (table["wait"] >= 0).all()
 
 
 def test_alibaba_sharing_replays_with_interference():
-    w = load_instance(WORKLOADS / "alibaba-openb-dense.json.gz")
+    w = committed_workload("alibaba-openb-dense.json.gz")
     # one server of the derived cluster, so that the shares must meet on GPUs
     w = w.replace(jobs=w.jobs[:150], cluster=Cluster([w.cluster.nodes[0]]))
     table = job_table(simulate(w, "obp", SpeedModel(interference="horus"), record_events=False))

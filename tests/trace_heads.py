@@ -1,5 +1,6 @@
-"""The first jobs of a committed trace workload, loaded (and checked) once per process:
-several test files run a shipped policy on the head of every committed trace."""
+"""Committed trace workloads, loaded (and checked) once per process, and their first jobs:
+several test files replay the same committed files (an Instance is frozen, so they share
+it)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,15 @@ WORKLOADS = Path(__file__).resolve().parents[1] / "instances" / "workloads"
 
 
 @cache
+def committed_workload(name: str) -> Instance:
+    """``instances/workloads/<name>``, read whole: schema, references and sha256 checked."""
+    return load_instance(WORKLOADS / name)
+
+
+@cache
 def trace_head(name: str, jobs: int = 150) -> Instance:
     """The ``jobs`` earliest-submitted jobs of ``instances/workloads/<name>`` (the file
     is read whole: schema, references and sha256 checked)."""
-    workload = load_instance(WORKLOADS / name)
+    workload = committed_workload(name)
     return workload.replace(jobs=tuple(sorted(workload.jobs,
                                               key=lambda j: j.submit_time)[:jobs]))
