@@ -84,7 +84,7 @@ def _check_references(instance: Instance) -> None:
             )
     if not _running_references_ok(instance):
         _raise_running_reference(instance)
-    if not running_numbers_ok(instance, (2, 3, 4)):  # memory, CPU, RAM per GPU
+    if not running_numbers_ok(instance.running):  # each checked when it was built
         check_numbers((), instance.running)  # names the running job and field
     mem = instance.gpu_mem_used
     over = np.flatnonzero(mem > instance.cluster.gpu_mem_gb + 1e-9)

@@ -6,9 +6,11 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
+
+from .instance_numbers import running_fault
 
 T = TypeVar("T")
 
@@ -60,7 +62,13 @@ class Job:
 
 @dataclass(frozen=True)
 class RunningJob:
-    """A job already placed in a snapshot: what it holds on each of its GPUs and servers."""
+    """A job already placed in a snapshot: what it holds on each of its GPUs and servers.
+
+    Its numbers are checked once, here (:func:`~dlsched.instance_numbers.running_fault`):
+    a bad one does not raise now (the object does not know its place in a snapshot) but
+    is kept as ``_numbers_fault``, and :func:`~dlsched.instance_io.check_instance` then
+    refuses the snapshot naming ``running[i].field``.
+    """
 
     job: str
     gpus: tuple[str, ...]
@@ -70,6 +78,11 @@ class RunningJob:
     ram_gb_per_gpu: float = 0.0
     remaining_s: float | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    _numbers_fault: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        if running_fault(self):
+            object.__setattr__(self, "_numbers_fault", True)  # frozen: set once, here
 
 
 def _defaults(cls: type) -> tuple[tuple[str, bool, Any], ...]:

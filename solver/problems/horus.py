@@ -41,7 +41,6 @@ import numpy as np
 from ..decision import Decision
 from ..errors import InputError
 from ..instance import Instance
-from ..instance_numbers import check_numbers, running_numbers_ok
 from .base import Problem, register_problem
 from .horus_params import (
     BUILTIN_INTERFERENCE,
@@ -417,8 +416,6 @@ class HorusProblem(Problem):
             A job field is missing or a GPU type has no interference function.
         """
         super().check_instance(instance)
-        if not running_numbers_ok(instance, (1,)):  # Horus reads the utilization
-            check_numbers((), instance.running)
         p = self.parse_params(instance.params)
         missing = sorted(set(instance.cluster.gpu_type) - set(p.interference))
         if missing:

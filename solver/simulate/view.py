@@ -34,6 +34,8 @@ def running_jobs(state: LiveState, t: float, observed: bool) -> list[RunningJob]
         job = rec.job
         left = max(rec.work_left - rec.rate * (t - rec.last_t), 0.0) / rec.rate
         extra: dict[str, Any] = {}
+        if job.model is not None:  # as a snapshot file shows it (GENIE's capacity reads it)
+            extra["model"] = job.model
         if rec.node_extra:
             extra["node_cpu"] = {node_ids[n]: v[0] for n, v in rec.node_extra.items()}
             extra["node_ram_gb"] = {node_ids[n]: v[1] for n, v in rec.node_extra.items()}
@@ -81,6 +83,16 @@ class LazyRunning(Sequence[RunningJob]):
         state = self._state
         rec = state.running.get(state.by_id.get(job_id, -1))
         return None if rec is None else rec.gpu_list
+
+    def gpus_by_model(self) -> dict[str | None, int]:
+        """GPUs the running jobs hold per model (the list's ``extra["model"]``; None for a
+        job without one), without building the list (GENIE's ``capacity`` asks it at every
+        call)."""
+        out: dict[str | None, int] = {}
+        for rec in self._state.running.values():
+            model = rec.job.model
+            out[model] = out.get(model, 0) + len(rec.gpu_list)
+        return out
 
     def jobs_on(self, gpu: int) -> tuple[str, ...]:
         """Ids of the running jobs holding GPU index ``gpu``."""
