@@ -309,9 +309,9 @@ class LiveQ:
             return self.start(view.queue_by_arrival(), view.time, widest), n
         buf = self.room(n, kept)
         if fresh == 1:  # one row: a row copy costs less than a gather
-            row = buf[kept]
-            row[:] = self.table[view.queue_last_added(1)[0]]
-            row[WIDER] = row[GPUS] > widest
+            r = view.queue_last_added(1)[0]
+            buf[kept] = self.table[r]
+            buf[kept, WIDER] = self.table[r, GPUS] > widest
         elif fresh:
             new = buf[kept:n]
             np.take(self.table, view.queue_last_added(fresh), axis=0, out=new, mode="clip")
@@ -377,9 +377,8 @@ def _picks(view, live: LiveQ, window: int | None, placer: Placer) -> None:
     """:func:`dqn_live`'s picks into ``placer`` (:meth:`LiveQ.q` and :func:`greedy_pick`
     written out: a pass costs numpy's per-call overhead, so the loop makes the fewest calls).
 
-    The least GPU count of the shown jobs is not checked before the first pass: the engine
-    calls the policy only when some waiting job fits (:func:`dqn_can_start`), and where none
-    does the pass picks φ or a job that does not fit, the same empty decision."""
+    Where no shown job fits, a pass can only pick φ or a job that does not fit (an empty
+    rest of the decision), so the loop stops without one."""
     total = view.cluster.num_gpus
     free = view.idle_count
     running = free < total  # every SCHED² job holds a GPU
@@ -391,7 +390,9 @@ def _picks(view, live: LiveQ, window: int | None, placer: Placer) -> None:
     (h1, h2), zeros, values = live.hidden, live.zeros, live.values
     matmul, dot, maximum, log1p = np.matmul, np.dot, np.maximum, math.log1p
     ids = live.arrays.ids
-    least = 0  # the least GPU count of the jobs shown (0: not known, None: to recompute)
+    # the least GPU count of the jobs shown (None: to recompute); the whole queue's is kept
+    # by the view, and it fits (the engine's call guard, :func:`dqn_can_start`)
+    least = view.min_demand() if window is None else None
     while n:
         if window is None or window >= n:
             k = n
@@ -401,8 +402,8 @@ def _picks(view, live: LiveQ, window: int | None, placer: Placer) -> None:
             shown = np.concatenate((rows[:k, :NET], rows[n:n + 1, :NET]))
         if least is None:
             least = rows[:k, GPUS].min()
-            if least > free:
-                break
+        if least > free:
+            break
         coef[1] = free / total
         coef[2] = log1p(n / total)
         dot(coef, fold, out=first)  # M(s, l)
@@ -433,7 +434,7 @@ def _picks(view, live: LiveQ, window: int | None, placer: Placer) -> None:
         rows[pick:n] = rows[pick + 1:n + 1]  # the later jobs and φ move up one row
         n -= 1
         running = True
-        if not least or window is not None or gpus == least:
+        if window is not None or gpus == least:
             least = None
         taken = placer.taken
         if any(c + len(idle[s]) - taken[s] == widest for s, c in got[1].items()):
