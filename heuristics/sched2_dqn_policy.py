@@ -383,7 +383,7 @@ def _picks(view, live: LiveQ, window: int | None, placer: Placer) -> None:
     free = view.idle_count
     running = free < total  # every SCHED² job holds a GPU
     idle = view.idle_lists()
-    widest = widest_left(view, placer.taken)
+    widest = view.most_idle()  # widest_left with nothing taken yet
     rows, n = live.rows(view, widest)  # one per job in arrival order; φ last
     coef, fold, first = live.coef, live.fold, live.first
     m1, m2, m3 = live.first_matrix, live.second, live.last
