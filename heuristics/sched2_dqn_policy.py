@@ -36,7 +36,6 @@ from dlsched.heuristics.sched2_priority import (
     DURATION_SCALE_S,
     FEATURES,
     WAIT_SCALE_S,
-    arrival_order,
     priority_features,
 )
 from dlsched.heuristics.sched2_view import some_job_fits
@@ -185,14 +184,15 @@ def dqn_decision(instance: Instance, network: NumpyJobQ, window: int | None) -> 
 
 # ---------------------------------------------------------------------- simulator fast form
 LIVE_COLUMNS = ("one", "log2_gpus", "log_duration", "locality", "gpus_x_duration",
-                "log_wait", "wider_than_a_server", "stop", "gpus", "record")
+                "log_wait", "wider_than_a_server", "stop", "gpus", "record", "submit")
 """A row of the fast form (:class:`LiveQ`): the columns of a :func:`q_rows` row that do not
-depend on the share of idle GPUs or the queue's load, a constant 1 for the bias, and the
-job's GPU count and record index (weight 0: carried so that dropping a picked row drops
-them too)."""
+depend on the share of idle GPUs or the queue's load and a constant 1 for the bias (the
+first :data:`NET`, which the network reads), then the job's GPU count, record index and
+submit time (carried so that dropping a picked row drops them too)."""
 
-WAIT, WIDER, GPUS, RECORD = (LIVE_COLUMNS.index(c) for c in
-                             ("log_wait", "wider_than_a_server", "gpus", "record"))
+WAIT, WIDER, STOP, GPUS, RECORD, SUBMIT = (LIVE_COLUMNS.index(c) for c in (
+    "log_wait", "wider_than_a_server", "stop", "gpus", "record", "submit"))
+NET = STOP + 1
 
 THREADED_ROWS = 200
 """From this many rows up a call holds one BLAS thread (:mod:`.blas_threads`); OpenBLAS
@@ -200,17 +200,21 @@ runs smaller products of this network's widths on the calling thread anyway."""
 
 
 class LiveQ:
-    """The Q-network on the live view, its first layer folded.
+    """The Q-network on the live view, its first layer folded, and the queue's rows.
 
     A row of :func:`q_rows` is linear in the share of idle GPUs ``s`` and the queue's load
     ``l`` (``gpus_x_idle = log2_gpus · s``, ``duration_x_queue = log_duration · l``, …),
     so the first layer's pre-activation is ``row' @ M(s, l)`` with ``row'`` the
     :data:`LIVE_COLUMNS` (the job's own, kept per run; its waiting time, once per call;
-    ``wider_than_a_server``, when the largest idle server shrinks) and
+    ``wider_than_a_server``, when the largest idle server changes) and
     ``M(s, l) = M₀ + s·M_s + l·M_l`` (a small matrix per pick). The biases of the hidden
     layers ride on a constant unit carried through the network. The Q-values equal the
     network's on :func:`q_rows` up to float64 rounding (``tests/test_sched2_dqn_live.py``:
     within 1e-12 relative), and :func:`greedy_pick` makes the picks independent of it.
+
+    The rows live in one buffer kept across calls (:meth:`rows`): what a call leaves (the
+    jobs it did not start, in arrival order) is the next call's start when the queue has
+    changed only by those starts and by jobs added at its tail.
     """
 
     def __init__(self, view, network: NumpyJobQ) -> None:
@@ -223,17 +227,17 @@ class LiveQ:
         self.table[:, :5] = np.stack([np.ones(len(a.gpus)), log2_gpus, log_duration,
                                       (a.sensitivity - 1.0) * (a.gpus > 1),
                                       log2_gpus * log_duration], axis=1)
-        self.table[:, WAIT] = a.submit  # :meth:`start` turns it into the waiting time
         self.table[:, GPUS] = a.gpus
         self.table[:, RECORD] = np.arange(len(a.gpus))
+        self.table[:, SUBMIT] = a.submit  # each call turns it into the waiting time
         self.phi = np.zeros(len(LIVE_COLUMNS))
-        self.phi[[0, LIVE_COLUMNS.index("stop")]] = 1.0
+        self.phi[[0, STOP]] = 1.0
         feature = {name: w0[k] for k, name in enumerate(Q_FEATURES)}
         col = {name: k for k, name in enumerate(LIVE_COLUMNS)}
-        fold = np.zeros((3, len(LIVE_COLUMNS), hidden + 1))  # M₀, M_s, M_l
+        fold = np.zeros((3, NET, hidden + 1))  # M₀, M_s, M_l
         fold[0, col["one"], :hidden] = b0
         fold[0, col["one"], hidden] = 1.0  # the unit that carries the next bias
-        for name in LIVE_COLUMNS[1:GPUS]:
+        for name in LIVE_COLUMNS[1:NET]:
             fold[0, col[name], :hidden] = feature[name]
         fold[1, col["one"], :hidden] = feature["idle_share"]
         fold[1, col["log2_gpus"], :hidden] = feature["gpus_x_idle"]
@@ -242,36 +246,82 @@ class LiveQ:
         fold[2, col["log_wait"], :hidden] = feature["wait_x_queue"]
         self.fold = fold.reshape(3, -1)
         self.coef = np.ones(3)  # (1, s, l)
-        self.first = np.empty(self.fold.shape[1])  # M(s, l), written by each q()
-        self.first_matrix = self.first.reshape(len(LIVE_COLUMNS), hidden + 1)  # a view
+        self.first = np.empty(self.fold.shape[1])  # M(s, l), written by each pass
+        self.first_matrix = self.first.reshape(NET, hidden + 1)  # a view
         self.second = np.zeros((hidden + 1, hidden + 1))
         self.second[:hidden, :hidden] = w1
         self.second[hidden, :hidden] = b1
         self.second[hidden, hidden] = 1.0
         self.last = np.append(w2[:, 0], b2[0])
-        self._order: tuple[np.ndarray, np.ndarray] | None = None
-
-    def arrival_order(self, view) -> np.ndarray:
-        """:func:`.sched2_priority.arrival_order`, kept while the queue's records are the
-        same array (the pending queue caches it until the queue changes)."""
-        records = view.queue_records()
-        if self._order is None or self._order[0] is not records:
-            self._order = (records, arrival_order(self.arrays, view))
-        return self._order[1]
+        self.buffer = np.empty((0, len(LIVE_COLUMNS)))  # the rows, then φ (:meth:`room`)
+        self.room(63, 0)
+        self.kept = -1  # rows the last call left in the buffer (-1: none to reuse)
+        self.added = 0  # the queue's count of added jobs at the last call
+        self.widest = 0  # the largest idle server the buffer's ``wider`` column is for
 
     def start(self, records: np.ndarray, now: float, widest: int) -> np.ndarray:
         """The rows (:data:`LIVE_COLUMNS`) of ``records`` at time ``now`` with ``widest``
-        idle GPUs on the largest idle server, then the φ row."""
+        idle GPUs on the largest idle server, then the φ row (in the buffer: valid until
+        the next call)."""
         n = len(records)
-        out = np.empty((n + 1, len(LIVE_COLUMNS)))
+        out = self.room(n, 0)[:n + 1]
         np.take(self.table, records, axis=0, out=out[:n], mode="clip")  # valid indices
-        wait = out[:n, WAIT]  # the submit times, in place: q_rows' operations
-        np.subtract(now, wait, out=wait)
-        np.divide(wait, WAIT_SCALE_S, out=wait)
-        np.log1p(wait, out=wait)
         np.greater(out[:n, GPUS], widest, out=out[:n, WIDER])
         out[n] = self.phi
+        self.widest = widest
+        return self._waits(out, n, now)
+
+    def room(self, n: int, keep: int) -> np.ndarray:
+        """The row buffer with room for ``n`` rows and φ (its first ``keep`` rows kept),
+        and a pass's scratch arrays (:func:`_picks`) as long."""
+        if n >= len(self.buffer):
+            old, self.buffer = self.buffer, np.empty((2 * n + 2, len(LIVE_COLUMNS)))
+            self.buffer[:keep] = old[:keep]
+            size = (len(self.buffer), len(self.last))
+            self.hidden = (np.empty(size), np.empty(size))
+            self.zeros = np.zeros(size)  # ReLU against an array: faster than against 0.0
+            self.values = np.empty(len(self.buffer))
+        return self.buffer
+
+    def _waits(self, out: np.ndarray, n: int, now: float) -> np.ndarray:
+        """The ``log_wait`` column of ``out[:n]`` at ``now`` (q_rows' operations), φ last."""
+        wait = out[:n, WAIT]
+        np.subtract(now, out[:n, SUBMIT], out=wait)
+        np.divide(wait, WAIT_SCALE_S, out=wait)
+        np.log1p(wait, out=wait)
         return out
+
+    def rows(self, view, widest: int) -> tuple[np.ndarray, int]:
+        """The queue's rows in arrival order, then φ, and their number.
+
+        The last call's rows are kept when the queue's length is what they predict: that
+        call's starts all left (the engine applied its decision) and the jobs added since
+        (``view.queue_added()``) are the only other change, so, with the queue still in
+        arrival order, they are its tail (``view.queue_last_added``) and only their rows
+        are read from the table. Otherwise the rows are built afresh (:meth:`start`).
+        """
+        n = view.queue_length()
+        added = view.queue_added()
+        kept, self.kept = self.kept, -1  # until this call's picks are done
+        fresh = added - self.added
+        self.added = added
+        if kept < 0 or n != kept + fresh or not view.queue_in_arrival_order:
+            return self.start(view.queue_by_arrival(), view.time, widest), n
+        buf = self.room(n, kept)
+        if fresh == 1:  # one row: a row copy costs less than a gather
+            r = view.queue_last_added(1)[0]
+            buf[kept] = self.table[r]
+            buf[kept, WIDER] = self.table[r, GPUS] > widest
+        elif fresh:
+            new = buf[kept:n]
+            np.take(self.table, view.queue_last_added(fresh), axis=0, out=new, mode="clip")
+            np.greater(new[:, GPUS], widest, out=new[:, WIDER])
+        if widest != self.widest:
+            np.greater(buf[:n, GPUS], widest, out=buf[:n, WIDER])
+            self.widest = widest
+        if fresh:
+            buf[n] = self.phi  # else φ is where the last call's picks moved it
+        return self._waits(buf[:n + 1], n, view.time), n
 
     def q(self, rows: np.ndarray, idle_share: float, load: float) -> np.ndarray:
         """The Q-values of ``rows`` (:meth:`start`) at idle share ``idle_share`` and queue
@@ -280,7 +330,7 @@ class LiveQ:
         coef[1] = idle_share
         coef[2] = load
         np.matmul(coef, self.fold, out=self.first)
-        x = rows @ self.first_matrix
+        x = rows[:, :NET] @ self.first_matrix
         np.maximum(x, 0.0, out=x)
         x = x @ self.second
         np.maximum(x, 0.0, out=x)
@@ -307,65 +357,92 @@ def widest_left(view, taken: dict[int, int], at_most: int | None = None) -> int:
 def dqn_live(view, *, policy_state=None):
     """``dqn`` (shipped agent) on the live view: :func:`dqn_decision` without a snapshot.
 
-    The rows (:class:`LiveQ`) are built once per call; after each pick the picked job's
+    The rows (:meth:`LiveQ.rows`) are kept across calls; after each pick the picked job's
     row is dropped, and only the small first-layer matrix (the share of idle GPUs, the
     queue's load) and, when the largest idle server shrinks, the ``wider`` column change."""
     if policy_state is None:
         network, window = load_network(shipped_weights())
         policy_state = (LiveQ(view, network), window)
     live, window = policy_state
-    queue = live.arrival_order(view)
     placer = Placer(view)
-    n = len(queue)
-    if not n:
-        return placer.decision(), policy_state
-    if n >= THREADED_ROWS:
+    if view.queue_length() >= THREADED_ROWS:
         with one_blas_thread():
-            _picks(view, live, window, queue, placer)
+            _picks(view, live, window, placer)
     else:
-        _picks(view, live, window, queue, placer)
+        _picks(view, live, window, placer)
     return placer.decision(), policy_state
 
 
-def _picks(view, live: LiveQ, window: int | None, queue: np.ndarray, placer: Placer) -> None:
-    """:func:`dqn_live`'s picks into ``placer``."""
+def _picks(view, live: LiveQ, window: int | None, placer: Placer) -> None:
+    """:func:`dqn_live`'s picks into ``placer`` (:meth:`LiveQ.q` and :func:`greedy_pick`
+    written out: a pass costs numpy's per-call overhead, so the loop makes the fewest calls).
+
+    Where no shown job fits, a pass can only pick φ or a job that does not fit (an empty
+    rest of the decision), so the loop stops without one."""
     total = view.cluster.num_gpus
     free = view.idle_count
     running = free < total  # every SCHED² job holds a GPU
-    n = len(queue)
     idle = view.idle_lists()
-    widest = widest_left(view, placer.taken)
-    rows = live.start(queue, view.time, widest)  # one per job in arrival order; φ last
-    least = None  # the least GPU count of the jobs shown (None: to recompute)
+    widest = view.most_idle()  # widest_left with nothing taken yet
+    rows, n = live.rows(view, widest)  # one per job in arrival order; φ last
+    coef, fold, first = live.coef, live.fold, live.first
+    m1, m2, m3 = live.first_matrix, live.second, live.last
+    (h1, h2), zeros, values = live.hidden, live.zeros, live.values
+    matmul, dot, maximum, log1p = np.matmul, np.dot, np.maximum, math.log1p
+    ids = live.arrays.ids
+    # the least GPU count of the jobs shown (None: to recompute); the whole queue's is kept
+    # by the view, and it fits (the engine's call guard, :func:`dqn_can_start`)
+    least = view.min_demand() if window is None else None
     while n:
-        k = n if window is None else min(window, n)  # the jobs the agent sees
+        if window is None or window >= n:
+            k = n
+            shown = rows[:n + 1, :NET]
+        else:
+            k = window
+            shown = np.concatenate((rows[:k, :NET], rows[n:n + 1, :NET]))
         if least is None:
             least = rows[:k, GPUS].min()
         if least > free:
             break
-        q = live.q(rows[:n + 1] if k == n else np.concatenate((rows[:k], rows[n:n + 1])),
-                   free / total, math.log1p(n / total))
+        coef[1] = free / total
+        coef[2] = log1p(n / total)
+        dot(coef, fold, out=first)  # M(s, l)
+        m = k + 1
+        x, z = h1[:m], zeros[:m]
+        matmul(shown, m1, out=x)
+        maximum(x, z, out=x)
+        y = h2[:m]
+        matmul(x, m2, out=y)
+        maximum(y, z, out=y)
+        q = dot(y, m3, out=values[:m])
         if not running:
             q[-1] = -np.inf
-        pick = greedy_pick(q)
+        pick = int(q.argmax())  # greedy_pick, written out
+        if pick:
+            qmax = float(q[pick])
+            low = qmax - TIE_TOL * max(1.0, abs(qmax))
+            if q[int(q[:pick].argmax())] >= low:
+                pick = int((q[:pick] >= low).argmax())
         if pick == k:
             break
         gpus = rows[pick, GPUS]
         got = placer.place(int(gpus))
         if got is None:  # it waits for this job
             break
-        placer.take(live.arrays.ids[int(rows[pick, RECORD])], got)
+        placer.take(ids[int(rows[pick, RECORD])], got)
         free -= len(got[0])
         rows[pick:n] = rows[pick + 1:n + 1]  # the later jobs and φ move up one row
         n -= 1
         running = True
         if window is not None or gpus == least:
             least = None
-        if any(c + len(idle[s]) - placer.taken[s] == widest for s, c in got[1].items()):
-            top = widest_left(view, placer.taken, widest)  # a server at the largest count shrank
+        taken = placer.taken
+        if any(c + len(idle[s]) - taken[s] == widest for s, c in got[1].items()):
+            top = widest_left(view, taken, widest)  # a server at the largest count shrank
             if top != widest:
                 widest = top
                 np.greater(rows[:n, GPUS], widest, out=rows[:n, WIDER])
+    live.kept, live.widest = n, widest
 
 
 def dqn_can_start(view, **options) -> bool:

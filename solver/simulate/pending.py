@@ -200,6 +200,15 @@ class PendingQueue:
         self._sorted[name] = index
         return index
 
+    @property
+    def added(self) -> int:
+        """Jobs ever added (arrivals and requeues)."""
+        return self._added
+
+    def last_added(self, k: int) -> list[int]:
+        """The ``k`` jobs added last, in order (``k`` ≥ 1; valid while all of them wait)."""
+        return self._order[-k:]
+
     def min_demand(self) -> int | None:
         """Smallest GPU count among pending jobs with a fixed demand (None if none)."""
         return min(self.demand) if self.demand else None

@@ -248,6 +248,17 @@ class SimView:
         jobs by queue position). Kept up to date like :meth:`queue_sorted`; read only."""
         return self._queue.grouped_by(name, group, key)
 
+    def queue_added(self) -> int:
+        """Jobs ever added to the queue (arrivals and requeues). A policy that keeps its own
+        copy of the queue knows what changed since it last looked when the length is what
+        its own starts and this count predict: only jobs added since, at the tail."""
+        return self._queue.added
+
+    def queue_last_added(self, k: int) -> list[int]:
+        """The records of the ``k`` jobs added last (``k`` ≥ 1), in queue order; valid while
+        all of them still wait."""
+        return self._queue.last_added(k)
+
     def queue_by_arrival(self) -> np.ndarray:
         """:meth:`queue_records` sorted by submit time, ties by queue position (a
         snapshot's arrival order; the queue order itself unless a requeue broke it)."""
