@@ -154,19 +154,17 @@ def build_pattern_model(data: HorusData, classes: list[PatternClass], backend: s
     node_of = inst.cluster.gpu_node
     for attr, free, tag in (("cpu_per_gpu", data.free_cpu, "cpu"),
                             ("ram_gb_per_gpu", data.free_ram, "ram")):
-        need = np.array([getattr(job, attr) for job in inst.jobs], dtype=float)
+        need = [float(getattr(job, attr)) for job in inst.jobs]  # few jobs: plain floats
         per_node: dict[int, list] = {}
         most: dict[int, float] = {}
         for k, cls in enumerate(classes):
             node = int(node_of[cls.gpus[0]])
-            for p, jobs in enumerate(cls.patterns):
-                amount = float(need[list(jobs)].sum())
-                if amount > 0:
-                    per_node.setdefault(node, []).append((amount, n[k, p]))
-            top = max((float(need[list(s)].sum()) for s in cls.patterns), default=0.0)
-            most[node] = most.get(node, 0.0) + top * len(cls.gpus)
+            amounts = [sum(need[j] for j in jobs) for jobs in cls.patterns]
+            terms = per_node.setdefault(node, [])
+            terms.extend((a, n[k, p]) for p, a in enumerate(amounts) if a > 0)
+            most[node] = most.get(node, 0.0) + max(amounts, default=0.0) * len(cls.gpus)
         for node, terms in per_node.items():
-            if most[node] > free[node] + EPS:
+            if terms and most[node] > free[node] + EPS:
                 m.add(terms, "<=", free[node] + EPS, f"{tag}_{node}")
     requests = int(sum(job.num_gpus for job in inst.jobs))
     terms = [(cls.costs[p], n[k, p]) for k, cls in enumerate(classes)
