@@ -2,14 +2,15 @@
 
 Cases (one generated instance per seed):
 
-* ``horus-16x8-B``: Horus, 16 servers × 8 GTX 1080, β = 15 pending jobs, a share B of the
-  GPUs running jobs (``generate_horus(seed, nodes=16, beta=15, busy=B)``), B in
-  ``--busy`` (0.9, 0.93, 0.97), seeds 0 .. ``--seeds`` − 1 (10): the small full snapshots;
+* ``horus-16x8-B``: Horus, 16 servers (``--small-nodes``) × 8 GTX 1080, β = 15 pending
+  jobs (``--beta``), a share B of the GPUs running jobs (``generate_horus(seed,
+  nodes=16, beta=15, busy=B)``), B in ``--busy`` (0.9, 0.93, 0.97), seeds 0 ..
+  ``--seeds`` − 1 (10): the small full snapshots;
 * ``horus-Nx8-B``: the same at N servers in ``--sizes`` (64, 128, 256, 512), busy 0.9 and
   0.97, ``--size-seeds`` seeds (2);
-* ``genie-256x100``: GENIE, 64 servers × 4 GPUs, 100 waiting tasks, half the GPUs busy
-  (``generate_genie(seed, nodes=64, gpus_per_node=4, waiting=100, busy=0.5)``),
-  ``--genie-seeds`` seeds (2).
+* ``genie-256x100``: GENIE, 64 servers × 4 GPUs, 100 waiting tasks (``--genie``), half
+  the GPUs busy (``generate_genie(seed, nodes=64, gpus_per_node=4, waiting=100,
+  busy=0.5)``), ``--genie-seeds`` seeds (2).
 
 Every case runs on each backend of ``--backends`` and each model form of ``--forms``
 (Horus: ``pairs``, ``patterns``, ``auto``; GENIE: ``servers`` — the per-server model —
@@ -21,8 +22,8 @@ SCIP a limit L on its CPU clock (``timing/clocktype`` 1); CBC and HiGHS, which h
 CPU clock, a wall limit of ``--wall-factor`` (4) × L, so that a loaded machine still
 gives them about L CPU-s (the load is printed). CPU s is this process plus its
 finished children (CBC runs as one) around the whole ``solve`` call, build included.
-"Within target" counts the runs proven optimal in at most ``--target`` CPU-s (Horus 1,
-GENIE 10: the issue's targets).
+"Within target" counts the runs proven optimal in at most 1 CPU-s (Horus) or 10 (GENIE):
+the issue's targets.
 
     python -m dlsched.benchmarks.exact_hard [--seeds 10] [--backends cbc,highs]
         [--forms pairs,patterns] [--only horus-16x8-0.9,genie-256x100]
@@ -56,18 +57,20 @@ Case = tuple[str, str, list[int], Callable[[int], Instance]]
 
 
 def cases(busy: list[float], seeds: int, sizes: list[int], size_seeds: int,
-          genie_seeds: int) -> Iterator[Case]:
-    for b in busy:
-        yield (f"horus-16x8-{b:g}", "horus", list(range(seeds)),
-               lambda s, b=b: generate_horus(seed=s, nodes=16, beta=15, busy=b))
-    for n in sizes:
+          genie_seeds: int, small: int = 16, genie: tuple[int, int] = (64, 100),
+          beta: int = 15) -> Iterator[Case]:
+    for b in busy if seeds else ():
+        yield (f"horus-{small}x8-{b:g}", "horus", list(range(seeds)),
+               lambda s, b=b: generate_horus(seed=s, nodes=small, beta=beta, busy=b))
+    for n in sizes if size_seeds else ():
         for b in (0.9, 0.97):
             yield (f"horus-{n}x8-{b:g}", "horus", list(range(size_seeds)),
-                   lambda s, n=n, b=b: generate_horus(seed=s, nodes=n, beta=15, busy=b))
+                   lambda s, n=n, b=b: generate_horus(seed=s, nodes=n, beta=beta, busy=b))
     if genie_seeds:
-        yield ("genie-256x100", "genie", list(range(genie_seeds)),
-               lambda s: generate_genie(seed=s, nodes=64, gpus_per_node=4, waiting=100,
-                                        busy=0.5))
+        nodes, waiting = genie
+        yield (f"genie-{4 * nodes}x{waiting}", "genie", list(range(genie_seeds)),
+               lambda s: generate_genie(seed=s, nodes=nodes, gpus_per_node=4,
+                                        waiting=waiting, busy=0.5))
 
 
 def _cpu() -> float:
@@ -116,6 +119,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--busy", default="0.9,0.93,0.97",
                         help="busy shares of the 16 x 8 Horus cases (0.9,0.93,0.97)")
     parser.add_argument("--seeds", type=int, default=10, help="seeds per 16 x 8 case (10)")
+    parser.add_argument("--beta", type=int, default=15, help="Horus pending jobs (15)")
+    parser.add_argument("--small-nodes", type=int, default=16,
+                        help="servers of the small full Horus cases (16)")
+    parser.add_argument("--genie", default="64,100",
+                        help="GENIE servers (of 4 GPUs) and waiting tasks (64,100)")
     parser.add_argument("--sizes", default="64,128,256,512",
                         help="larger Horus server counts ('' for none)")
     parser.add_argument("--size-seeds", type=int, default=2, help="seeds per size (2)")
@@ -144,8 +152,10 @@ def main(argv: list[str] | None = None) -> None:
     load0 = os.getloadavg()
     results: dict[str, dict[str, Any]] = {}
     rows = []
+    genie = tuple(int(v) for v in args.genie.split(","))
     for name, family, seeds, build in cases(busy, args.seeds, sizes, args.size_seeds,
-                                            args.genie_seeds):
+                                            args.genie_seeds, args.small_nodes, genie,
+                                            args.beta):
         if only and name not in only:
             continue
         own = HORUS_FORMS if family == "horus" else GENIE_FORMS
