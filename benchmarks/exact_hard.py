@@ -18,9 +18,11 @@ and ``classes``; a form a family does not have is skipped) through ``dlsched.sol
 one thread, gap 0, seed = the instance's seed. Limits, per run, ``--horus-limit`` (2) or
 ``--genie-limit`` (10) seconds L, as close to CPU seconds as each backend allows:
 CP-SAT gets ``max_deterministic_time`` L (deterministic, load-independent; no wall limit);
-SCIP a limit L on its CPU clock (``timing/clocktype`` 1); CBC and HiGHS, which have no
-CPU clock, a wall limit of ``--wall-factor`` (4) × L, so that a loaded machine still
-gives them about L CPU-s (the load is printed). CPU s is this process plus its
+CBC, HiGHS and SCIP a limit of ``--wall-factor`` (20) × L (wall; SCIP's on its CPU clock,
+``timing/clocktype`` 1). Every run is a forked process
+whose CPU is capped at L + 1 s (``RLIMIT_CPU``, inherited by CBC's process): a run the
+cap ends is reported as ``cpu_limit`` (no objective, no gap), so a loaded machine gives
+every backend the same CPU (the load is printed). CPU s is the process plus its
 finished children (CBC runs as one) around the whole ``solve`` call, build included.
 "Within target" counts the runs proven optimal in at most 1 CPU-s (Horus) or 10 (GENIE):
 the issue's targets.
@@ -36,7 +38,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import multiprocessing
 import os
+import resource
 import statistics
 import sys
 from collections.abc import Callable, Iterator
@@ -78,17 +83,17 @@ def _cpu() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def limits(backend: str, seconds: float, wall_factor: float = 4.0) -> dict[str, Any]:
+def limits(backend: str, seconds: float, wall_factor: float = 20.0) -> dict[str, Any]:
     """``solve`` keywords that stop ``backend`` after about ``seconds`` of CPU (docstring)."""
     if backend == "cpsat":
         return {"time_limit": None, "solver_options": {"max_deterministic_time": seconds}}
-    if backend == "scip":  # the wall deadline is handed to SCIP's limits/time, on its CPU clock
-        return {"time_limit": seconds, "solver_options": {"timing/clocktype": 1}}
+    if backend == "scip":  # the deadline left is handed to SCIP's limits/time: its CPU clock
+        return {"time_limit": seconds * wall_factor, "solver_options": {"timing/clocktype": 1}}
     return {"time_limit": seconds * wall_factor}
 
 
-def run_one(instance: Instance, family: str, backend: str, form: str, seed: int,
-            seconds: float, wall_factor: float = 4.0) -> dict[str, Any]:
+def _solve_here(instance: Instance, family: str, backend: str, form: str, seed: int,
+                seconds: float, wall_factor: float) -> dict[str, Any]:
     kwargs = limits(backend, seconds, wall_factor)
     if family == "horus" or form != "servers":
         kwargs["form"] = form
@@ -97,6 +102,40 @@ def run_one(instance: Instance, family: str, backend: str, form: str, seed: int,
     return {"seed": seed, "status": r.status.value, "cpu_s": _cpu() - c0,
             "objective": r.objective, "bound": r.bound, "gap": r.gap,
             "message": r.message or None}
+
+
+def _child(conn, args: tuple, seconds: float) -> None:
+    # the CPU cap: SIGXCPU ends this process (and a CBC child, which inherits the limit)
+    # once it has used ``seconds`` + 1 CPU-s beyond now, whatever the machine's load
+    used = _cpu()
+    _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    cap = int(math.ceil(used + seconds)) + 1
+    resource.setrlimit(resource.RLIMIT_CPU,
+                       (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    conn.send(_solve_here(*args))
+    conn.close()
+
+
+def run_one(instance: Instance, family: str, backend: str, form: str, seed: int,
+            seconds: float, wall_factor: float = 20.0) -> dict[str, Any]:
+    """One solve in a forked process capped at ``seconds`` + 1 CPU-s (``RLIMIT_CPU``); a
+    run the cap ends is reported with status ``cpu_limit`` and no objective."""
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    args = (instance, family, backend, form, seed, seconds, wall_factor)
+    c0 = _cpu()
+    proc = ctx.Process(target=_child, args=(send, args, seconds))
+    proc.start()
+    send.close()
+    try:
+        out = receive.recv()
+    except EOFError:  # the process ended without an answer: the CPU cap
+        out = None
+    proc.join()
+    if out is None:
+        return {"seed": seed, "status": "cpu_limit", "cpu_s": _cpu() - c0, "objective": None,
+                "bound": None, "gap": None, "message": f"exit code {proc.exitcode}"}
+    return out
 
 
 def summarize(runs: list[dict], target: float) -> dict[str, Any]:
@@ -108,6 +147,9 @@ def summarize(runs: list[dict], target: float) -> dict[str, Any]:
             "cpu_mean": statistics.fmean(cpu), "cpu_max": max(cpu),
             "gap_max": max(gaps, default=None),
             "no_solution": sum(r["gap"] is None for r in runs)}
+
+
+_MARK = {"optimal": "", "cpu_limit": "†"}
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -137,8 +179,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="seconds per Horus run (about CPU s; docstring) (2)")
     parser.add_argument("--genie-limit", type=float, default=10.0,
                         help="seconds per GENIE run (about CPU s; docstring) (10)")
-    parser.add_argument("--wall-factor", type=float, default=4.0,
-                        help="CBC and HiGHS: wall limit = this × the limit (4)")
+    parser.add_argument("--wall-factor", type=float, default=20.0,
+                        help="CBC and HiGHS: wall limit = this × the limit (20)")
     parser.add_argument("--only", default="", help="comma-separated case names to keep")
     args = parser.parse_args(argv)
     forms = [f for f in args.forms.split(",") if f]
@@ -173,8 +215,8 @@ def main(argv: list[str] | None = None) -> None:
                              f"{summary['within_target']} (≤ {target:g})",
                              f"{_fmt(summary['cpu_mean'])} / {_fmt(summary['cpu_max'])}",
                              _fmt(summary["gap_max"], 4),
-                             " ".join(_fmt(r["cpu_s"]) + ("" if r["status"] == "optimal"
-                                                          else "*") for r in runs)])
+                             " ".join(_fmt(r["cpu_s"]) + _MARK.get(r["status"], "*")
+                                      for r in runs)])
                 print(f"{name} {backend}/{form}: {summary['proven']}/{len(runs)} proven, "
                       f"cpu max {_fmt(summary['cpu_max'])}", file=sys.stderr, flush=True)
     load1 = os.getloadavg()
@@ -183,7 +225,8 @@ def main(argv: list[str] | None = None) -> None:
           f"wall), 1 thread; load average "
           f"{load0[0]:.2f} at the start, {load1[0]:.2f} at the end, {os.cpu_count()} cores\n")
     print(markdown_table(["case", "backend", "form", "proven", "within target",
-                          "CPU s mean / max", "gap max", "CPU s per seed (* unproven)"], rows))
+                          "CPU s mean / max", "gap max",
+                          "CPU s per seed (* unproven, † CPU cap)"], rows))
     print(json.dumps({"benchmark": "exact_hard", "horus_limit": args.horus_limit,
                       "genie_limit": args.genie_limit, "load_average": [load0[0], load1[0]],
                       "cases": results}, allow_nan=False))
