@@ -1,5 +1,9 @@
 """Exact GENIE snapshot model, written once for every backend (CBC, HiGHS, SCIP, CP-SAT).
 
+This module's per-server model is ``form="servers"``; the default, ``form="classes"``
+(:mod:`dlsched.formulations.genie_classes`), counts interchangeable servers instead and
+proves the same optima much faster at scale (docs/genie.md, "Hard instances").
+
 Data: waiting tasks j, their allowed shapes k = ⟨a_k, g_k⟩ (``dlsched.problems.genie``),
 servers n with f_n idle GPUs. Only shapes that fit now (at least a_k servers with
 f_n >= g_k) and are not dominated get variables: shape k' dominates k for task j when
@@ -234,12 +238,12 @@ def _symmetric_relabel(data: GenieData, chosen: dict[int, tuple[int, list[int]]]
 def run_exact(instance: Instance, *, backend: str, time_limit: float | None, seed: int = 0,
               symmetry: bool = True, prune: bool = True, num_workers: int = 1,
               solver_options: dict | None = None, initial_solution: Decision | None = None,
-              form: str = "servers", **options) -> MethodOutput:
+              form: str = "classes", **options) -> MethodOutput:
     """Solve the GENIE snapshot model (options: ``symmetry``, ``prune``, both on;
-    ``form``: ``"servers"`` (default, the per-server model) or ``"classes"`` (counts of
-    servers per idle count and fragment pattern, :mod:`dlsched.formulations.genie_classes`;
-    ``symmetry`` does not apply to it); and ``num_workers``, ``solver_options``,
-    ``initial_solution`` as for every exact method)."""
+    ``form``: ``"classes"`` (default: counts of servers per idle count and fragment
+    pattern, :mod:`dlsched.formulations.genie_classes`; ``symmetry`` does not apply to it)
+    or ``"servers"`` (the per-server model of this module); and ``num_workers``,
+    ``solver_options``, ``initial_solution`` as for every exact method)."""
     check_options(options)
     check_exact_options({"symmetry": symmetry, "prune": prune, "num_workers": num_workers,
                          "solver_options": solver_options,

@@ -1,5 +1,5 @@
-"""GENIE exact model over server *classes* (option ``form="classes"``; the default stays the
-per-server model of :mod:`dlsched.formulations.genie`).
+"""GENIE exact model over server *classes* (``form="classes"``, the default; the per-server
+model of :mod:`dlsched.formulations.genie` is ``form="servers"``).
 
 Servers with the same number of idle GPUs f are interchangeable (the per-server model's
 symmetry rows rest on the same fact), so this form counts them instead of naming them.

@@ -1,6 +1,7 @@
-"""GENIE exact model over server classes (``form="classes"``): brute force on every
-backend, the per-server model on generated snapshots, and the fragment placement's
-guarantee against an exhaustive search."""
+"""GENIE exact model over server classes (``form="classes"``, the default) and the
+per-server model (``form="servers"``): both against brute force on every backend, against
+each other on generated snapshots, and the fragment placement's guarantee against an
+exhaustive search."""
 
 from __future__ import annotations
 
@@ -32,10 +33,11 @@ def class_optima():
     return [brute_force(c) for c in CLASS_CASES]
 
 
+@pytest.mark.parametrize("form", ["classes", "servers"])  # the default, the per-server
 @pytest.mark.parametrize("case", range(len(CLASS_CASES)))
-def test_classes_match_brute_force(backend, case, class_optima):
+def test_both_forms_match_brute_force(backend, case, form, class_optima):
     inst = CLASS_CASES[case]
-    r = solve(inst, "exact", backend=backend, time_limit=30, form="classes")
+    r = solve(inst, "exact", backend=backend, time_limit=30, form=form)
     assert r.status is Status.OPTIMAL
     assert r.objective == pytest.approx(class_optima[case], rel=1e-9, abs=1e-6)
     assert r.bound >= r.objective - 1e-6
