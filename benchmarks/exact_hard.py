@@ -110,8 +110,10 @@ def _child(conn, args: tuple, seconds: float) -> None:
     used = _cpu()
     _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
     cap = int(math.ceil(used + seconds)) + 1
-    resource.setrlimit(resource.RLIMIT_CPU,
-                       (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard - 1)
+    # the hard limit one second later: SIGKILL for a solver that handles SIGXCPU (SCIP)
+    resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 1))
     conn.send(_solve_here(*args))
     conn.close()
 
