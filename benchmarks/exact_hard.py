@@ -18,9 +18,9 @@ and ``classes``; a form a family does not have is skipped) through ``dlsched.sol
 one thread, gap 0, seed = the instance's seed. Limits, per run, ``--horus-limit`` (2) or
 ``--genie-limit`` (10) seconds L, as close to CPU seconds as each backend allows:
 CP-SAT gets ``max_deterministic_time`` L (deterministic, load-independent; no wall limit);
-SCIP L on its CPU clock (``timing/clocktype`` 1; what is left of L after the build);
-CBC and HiGHS, which have no CPU clock, ``--wall-factor`` (20) × L (wall). Every run is a
-forked process
+CBC, HiGHS and SCIP ``--wall-factor`` (20) × L (wall; SCIP's on its CPU clock,
+``timing/clocktype`` 1: a wall deadline of L alone ran out during the build at load 12).
+Every run is a forked process
 whose CPU is capped at L + 1 s (``RLIMIT_CPU``, inherited by CBC's process): a run the
 cap ends is reported as ``cpu_limit`` (no objective, no gap), so a loaded machine gives
 every backend the same CPU (the load is printed). CPU s is the process plus its
@@ -89,7 +89,7 @@ def limits(backend: str, seconds: float, wall_factor: float = 20.0) -> dict[str,
     if backend == "cpsat":
         return {"time_limit": None, "solver_options": {"max_deterministic_time": seconds}}
     if backend == "scip":  # the deadline left is handed to SCIP's limits/time: its CPU clock
-        return {"time_limit": seconds, "solver_options": {"timing/clocktype": 1}}
+        return {"time_limit": seconds * wall_factor, "solver_options": {"timing/clocktype": 1}}
     return {"time_limit": seconds * wall_factor}
 
 
@@ -113,7 +113,8 @@ def _child(conn, args: tuple, seconds: float) -> None:
     cap = int(math.ceil(used + seconds)) + 1
     if hard != resource.RLIM_INFINITY:
         cap = min(cap, hard - 1)
-    # the hard limit one second later: SIGKILL for a solver that handles SIGXCPU (SCIP)
+    # the hard limit one second later (SIGKILL). Seen once: a SCIP run with a 2-s cap
+    # ended by SIGXCPU only after 7.6 CPU-s (not understood; the table shows the CPU used)
     resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 1))
     conn.send(_solve_here(*args))
     conn.close()
