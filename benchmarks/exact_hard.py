@@ -96,8 +96,7 @@ def limits(backend: str, seconds: float, wall_factor: float = 20.0) -> dict[str,
 def _solve_here(instance: Instance, family: str, backend: str, form: str, seed: int,
                 seconds: float, wall_factor: float) -> dict[str, Any]:
     kwargs = limits(backend, seconds, wall_factor)
-    if family == "horus" or form != "servers":
-        kwargs["form"] = form
+    kwargs["form"] = form
     c0 = _cpu()
     r = solve(instance, "exact", backend=backend, seed=seed, **kwargs)
     return {"seed": seed, "status": r.status.value, "cpu_s": _cpu() - c0,
