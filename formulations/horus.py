@@ -287,12 +287,19 @@ AUTO_PATTERNS_PER_PAIR = 12
 the pair model's variables (measured: docs/horus.md, "Hard instances")."""
 
 
-def auto_form(data: HorusData) -> str:
-    """``"patterns"`` when the round's requests outnumber the idle GPUs they may take (some
-    shares must stack on used GPUs: the pair model's LP is weak there), else ``"pairs"``.
-    Both forms are exact; this only picks the faster one (``run_exact`` also goes back to
-    pairs when the patterns exceed :data:`AUTO_PATTERNS_PER_PAIR` per pair; docs/horus.md,
-    "Hard instances")."""
+AUTO_PATTERN_BACKENDS = ("cbc",)
+"""``form="auto"``: the backends that get the pattern form (on HiGHS, SCIP and CP-SAT the
+pair form was faster on the hard snapshots: docs/horus.md, "Hard instances")."""
+
+
+def auto_form(data: HorusData, backend: str = "cbc") -> str:
+    """``"patterns"`` on :data:`AUTO_PATTERN_BACKENDS` when the round's requests outnumber
+    the idle GPUs they may take (some shares must stack on used GPUs: the pair model's LP
+    is weak there), else ``"pairs"``. Both forms are exact; this only picks the faster
+    one (``run_exact`` also goes back to pairs when the patterns exceed
+    :data:`AUTO_PATTERNS_PER_PAIR` per pair; docs/horus.md, "Hard instances")."""
+    if backend not in AUTO_PATTERN_BACKENDS:
+        return "pairs"
     busy = data.instance.gpu_busy
     idle = len({g for _, g in data.pairs if not busy[g]})
     demand = sum(job.num_gpus for job in data.instance.jobs)
@@ -331,7 +338,7 @@ def run_exact(instance: Instance, *, backend: str, time_limit: float | None, see
                       extra_pairs=[(j, g) for j, gpus in (hint or {}).items() for g in gpus])
     auto = form == "auto"
     if auto:
-        form = auto_form(data)
+        form = auto_form(data, backend)
     if form == "patterns":
         options_p = solver_options
         if backend == "cpsat":  # without its LP, CP-SAT's bound stays far off
