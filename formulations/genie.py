@@ -255,6 +255,10 @@ def run_exact(instance: Instance, *, backend: str, time_limit: float | None, see
     deadline = Deadline(time_limit)
     data = genie_data(instance, symmetry=bool(symmetry) and form == "servers",
                       prune=bool(prune))
+    if not data.options:  # no task fits now: starting nothing (F = 0) is optimal, no model
+        # (an empty model is no MILP for every backend: CBC's PuLP read gave a TypeError)
+        return MethodOutput(_decision(data, {}), Status.OPTIMAL, 0.0,
+                            extra={"candidates": 0, "form": form})
     if form == "classes":
         hint = (None if initial_solution is None
                 else chosen_from_decision(data, initial_solution))

@@ -143,3 +143,14 @@ def test_bad_form_is_invalid_input():
     r = solve(CASES[0], "exact", backend="cbc", form="grid")
     assert r.status is Status.INVALID_INPUT
     assert "form" in r.message
+
+
+@pytest.mark.parametrize("form", ["classes", "servers"])
+def test_no_idle_gpu_starts_nothing(backend, form):
+    # every GPU busy: no (task, shape) pair fits, so F = 0 is optimal (CBC used to fail
+    # on the empty model)
+    inst = toy_instance([toy_job("a"), toy_job("b", batch=8)],
+                        busy=("n0/g0", "n0/g1", "n1/g0", "n1/g1"))
+    r = solve(inst, "exact", backend=backend, form=form)
+    assert r.status is Status.OPTIMAL and r.objective == 0.0
+    assert r.decision.placements == ()
