@@ -1,5 +1,9 @@
 """Exact GENIE snapshot model, written once for every backend (CBC, HiGHS, SCIP, CP-SAT).
 
+This module's per-server model is ``form="servers"``; the default, ``form="classes"``
+(:mod:`dlsched.formulations.genie_classes`), counts interchangeable servers instead and
+proves the same optima much faster at scale (docs/genie.md, "Hard instances").
+
 Data: waiting tasks j, their allowed shapes k = ⟨a_k, g_k⟩ (``dlsched.problems.genie``),
 servers n with f_n idle GPUs. Only shapes that fit now (at least a_k servers with
 f_n >= g_k) and are not dominated get variables: shape k' dominates k for task j when
@@ -48,7 +52,10 @@ from .backend import (
     solver_params,
 )
 from .backends import new_model
+from .genie_classes import run_classes
 from .symmetry_hints import chained_runs, relabel_in_runs
+
+FORMS = ("servers", "classes")
 
 
 @dataclass(frozen=True)
@@ -177,10 +184,10 @@ def build_model(data: GenieData, backend: str, deadline: Deadline | None = None
     return GenieModel(m, y, z)
 
 
-def _hint_values(data: GenieData, gm: GenieModel, decision: Decision) -> dict[Any, float]:
-    """A warm start from a decision: each started task's shape and servers, where the
-    model has them (other variables 0), with interchangeable servers relabelled so the
-    hint obeys the symmetry rows (else the solvers would discard it)."""
+def chosen_from_decision(data: GenieData, decision: Decision
+                         ) -> dict[int, tuple[int, list[int]]]:
+    """Task -> (option index, servers) of a decision's placements that the model has
+    (a started task whose shape has no variable is left out)."""
     if not isinstance(decision, Decision):
         raise InputError("initial_solution is not a Decision", field="initial_solution",
                          fix="pass a dlsched.Decision, e.g. a heuristic's result.decision")
@@ -195,9 +202,18 @@ def _hint_values(data: GenieData, gm: GenieModel, decision: Decision) -> dict[An
         per = len(gpus) // len(nodes)
         for k, opt in enumerate(data.table.options[j]):
             shape = opt.shape
-            if (j, k) in gm.y and shape.nodes == len(nodes) and shape.gpus_per_node == per:
+            if (j, k) in data.options and shape.nodes == len(nodes) \
+                    and shape.gpus_per_node == per:
                 chosen[j] = (k, nodes)
                 break
+    return chosen
+
+
+def _hint_values(data: GenieData, gm: GenieModel, decision: Decision) -> dict[Any, float]:
+    """A warm start from a decision: each started task's shape and servers, where the
+    model has them (other variables 0), with interchangeable servers relabelled so the
+    hint obeys the symmetry rows (else the solvers would discard it)."""
+    chosen = chosen_from_decision(data, decision)
     relabel = _symmetric_relabel(data, chosen)
     values: dict[Any, float] = {var: 0.0 for var in (*gm.y.values(), *gm.z.values())}
     for j, (k, nodes) in chosen.items():
@@ -222,16 +238,32 @@ def _symmetric_relabel(data: GenieData, chosen: dict[int, tuple[int, list[int]]]
 def run_exact(instance: Instance, *, backend: str, time_limit: float | None, seed: int = 0,
               symmetry: bool = True, prune: bool = True, num_workers: int = 1,
               solver_options: dict | None = None, initial_solution: Decision | None = None,
-              **options) -> MethodOutput:
-    """Solve the GENIE snapshot model (options: ``symmetry``, ``prune``, both on; and
-    ``num_workers``, ``solver_options``, ``initial_solution`` as for every exact method)."""
+              form: str = "classes", **options) -> MethodOutput:
+    """Solve the GENIE snapshot model (options: ``symmetry``, ``prune``, both on;
+    ``form``: ``"classes"`` (default: counts of servers per idle count and fragment
+    pattern, :mod:`dlsched.formulations.genie_classes`; ``symmetry`` does not apply to it)
+    or ``"servers"`` (the per-server model of this module); and ``num_workers``,
+    ``solver_options``, ``initial_solution`` as for every exact method)."""
     check_options(options)
     check_exact_options({"symmetry": symmetry, "prune": prune, "num_workers": num_workers,
                          "solver_options": solver_options,
-                         "initial_solution": initial_solution},
-                        {"symmetry": BOOL, "prune": BOOL})
+                         "initial_solution": initial_solution, "form": form},
+                        {"symmetry": BOOL, "prune": BOOL, "form": ("str", None, None)})
+    if form not in FORMS:
+        raise InputError(f"form = {form!r}", field="options.form",
+                         fix=f"one of {', '.join(FORMS)}")
     deadline = Deadline(time_limit)
-    data = genie_data(instance, symmetry=bool(symmetry), prune=bool(prune))
+    data = genie_data(instance, symmetry=bool(symmetry) and form == "servers",
+                      prune=bool(prune))
+    if not data.options:  # no task fits now: starting nothing (F = 0) is optimal, no model
+        # (an empty model is no MILP for every backend: CBC's PuLP read gave a TypeError)
+        return MethodOutput(_decision(data, {}), Status.OPTIMAL, 0.0,
+                            extra={"candidates": 0, "form": form})
+    if form == "classes":
+        hint = (None if initial_solution is None
+                else chosen_from_decision(data, initial_solution))
+        return run_classes(data, backend, deadline, seed, num_workers, solver_options, hint,
+                           lambda key: _value(data, key), lambda ch: _decision(data, ch))
     extra: dict[str, Any] = {"candidates": len(data.options),
                              "symmetric_pairs": len(data.symmetric_pairs),
                              "weight": data.table.weight}

@@ -56,7 +56,7 @@ from .horus_data import HorusData, horus_data
 from .horus_patterns import MAX_PATTERNS, run_patterns
 from .symmetry_hints import chained_runs, relabel_in_runs
 
-FORMS = ("pairs", "patterns")
+FORMS = ("pairs", "patterns", "auto")
 
 CutPoints = dict[int, set[int]]
 """GPU index → whole percents at which the colocation model must equal f exactly."""
@@ -282,6 +282,30 @@ def _decision_from(inst: Instance, chosen: dict[int, list[int]]) -> Decision:
     return decision_from_indices(inst, sorted(chosen.items()))
 
 
+AUTO_PATTERNS_PER_PAIR = 12
+"""``form="auto"``: the pattern form only while its columns are at most this many times
+the pair model's variables (measured: docs/horus.md, "Hard instances")."""
+
+
+AUTO_PATTERN_BACKENDS = ("cbc",)
+"""``form="auto"``: the backends that get the pattern form (on HiGHS, SCIP and CP-SAT the
+pair form was faster on the hard snapshots: docs/horus.md, "Hard instances")."""
+
+
+def auto_form(data: HorusData, backend: str = "cbc") -> str:
+    """``"patterns"`` on :data:`AUTO_PATTERN_BACKENDS` when the round's requests outnumber
+    the idle GPUs they may take (some shares must stack on used GPUs: the pair model's LP
+    is weak there), else ``"pairs"``. Both forms are exact; this only picks the faster
+    one (``run_exact`` also goes back to pairs when the patterns exceed
+    :data:`AUTO_PATTERNS_PER_PAIR` per pair; docs/horus.md, "Hard instances")."""
+    if backend not in AUTO_PATTERN_BACKENDS:
+        return "pairs"
+    busy = data.instance.gpu_busy
+    idle = len({g for _, g in data.pairs if not busy[g]})
+    demand = sum(job.num_gpus for job in data.instance.jobs)
+    return "patterns" if idle < demand else "pairs"
+
+
 def run_exact(instance: Instance, *, backend: str, time_limit: float | None, seed: int = 0,
               num_workers: int = 1, solver_options: dict | None = None,
               initial_solution: Decision | None = None, reduce: bool = True,
@@ -294,6 +318,7 @@ def run_exact(instance: Instance, *, backend: str, time_limit: float | None, see
     per GPU class and job set, :mod:`dlsched.formulations.horus_patterns`; one solve in
     both cost models; ``max_patterns`` caps its columns, ``symmetry`` also groups its
     classes);
+    ``"auto"``: :func:`auto_form` picks one (``extra["form"]`` says which);
     ``num_workers``, ``solver_options`` and ``initial_solution`` (a Decision used as a
     warm start) as for every exact method.
     """
@@ -311,11 +336,22 @@ def run_exact(instance: Instance, *, backend: str, time_limit: float | None, see
     hint = None if initial_solution is None else _chosen_from(instance, initial_solution)
     data = horus_data(instance, reduce=bool(reduce), symmetry=bool(symmetry),
                       extra_pairs=[(j, g) for j, gpus in (hint or {}).items() for g in gpus])
+    auto = form == "auto"
+    if auto:
+        form = auto_form(data, backend)
     if form == "patterns":
+        options_p = solver_options
         if backend == "cpsat":  # without its LP, CP-SAT's bound stays far off
-            solver_options = {"linearization_level": 2, **(solver_options or {})}
-        return run_patterns(data, backend, deadline, seed, hint, num_workers, solver_options,
-                            max_patterns)
+            options_p = {"linearization_level": 2, **(solver_options or {})}
+        cap = min(max_patterns, AUTO_PATTERNS_PER_PAIR * len(data.pairs)) if auto \
+            else max_patterns
+        try:
+            return run_patterns(data, backend, deadline, seed, hint, num_workers, options_p,
+                                cap)
+        except InputError:
+            if not auto:
+                raise
+            form = "pairs"  # too many columns (auto_form): extra["form"] says pairs
     if backend == "cpsat" and data.colocation:  # its LP carries the t-rows' bound
         solver_options = {"linearization_level": 2, **(solver_options or {})}
     cuts: CutPoints = initial_cut_points(data) if data.colocation else {}
@@ -346,7 +382,7 @@ def run_exact(instance: Instance, *, backend: str, time_limit: float | None, see
         status = Status.FEASIBLE
     if not data.certificate.holds:  # never: the enlargement makes it hold; kept as a guard
         raise RuntimeError("Horus candidate certificate does not hold")
-    extra = {"solve_time": solve_time, "rounds": rounds,
+    extra = {"solve_time": solve_time, "rounds": rounds, "form": "pairs",
              "cut_points": sum(len(v) for v in cuts.values()),
              "hint_pairs": len(data.pairs) - data.certificate.candidate_pairs,
              "certificate": data.certificate.to_dict()}

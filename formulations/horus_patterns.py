@@ -64,8 +64,14 @@ def gpu_classes(data: HorusData) -> list[tuple[int, ...]]:
     return [tuple(r) for r in runs] + [(g,) for g in gpus if g not in in_run]
 
 
-def _subsets(jobs: list[int], mem: np.ndarray, room: float) -> list[tuple[int, ...]]:
-    """Every non-empty subset of ``jobs`` whose memory fits ``room`` (depth first)."""
+class _TooMany(Exception):
+    """More subsets than the caller's limit."""
+
+
+def _subsets(jobs: list[int], mem: np.ndarray, room: float,
+             limit: int | None = None) -> list[tuple[int, ...]]:
+    """Every non-empty subset of ``jobs`` whose memory fits ``room`` (depth first);
+    :class:`_TooMany` as soon as there are more than ``limit``."""
     order = sorted(jobs, key=lambda j: (-mem[j], j))
     out: list[tuple[int, ...]] = []
 
@@ -75,6 +81,8 @@ def _subsets(jobs: list[int], mem: np.ndarray, room: float) -> list[tuple[int, .
             if mem[j] <= left:
                 chosen.append(j)
                 out.append(tuple(sorted(chosen)))
+                if limit is not None and len(out) > limit:
+                    raise _TooMany
                 grow(i + 1, chosen, left - mem[j])
                 chosen.pop()
 
@@ -103,21 +111,24 @@ def pattern_classes(data: HorusData, max_patterns: int = MAX_PATTERNS,
     for j, g in data.pairs:
         jobs_of.setdefault(g, []).append(j)
     mem = np.array([job.gpu_mem_gb for job in data.instance.jobs], dtype=float)
-    out, total = [], 0
-    for members in gpu_classes(data):
-        g = members[0]
-        subsets = _subsets(jobs_of[g], mem, float(data.free_mem[g]) + EPS)
-        total += len(subsets)
-        if total > max_patterns:
+    enumerated, total = [], 0
+    for members in gpu_classes(data):  # every class's subsets first: a refusal costs no
+        g = members[0]                 # pattern prices
+        try:
+            subsets = _subsets(jobs_of[g], mem, float(data.free_mem[g]) + EPS,
+                               max_patterns - total)
+        except _TooMany:
             raise InputError(
                 f"the pattern model needs more than max_patterns = {max_patterns} columns",
                 field="options.max_patterns",
-                fix="raise max_patterns or use the default form (form='pairs')")
+                fix="raise max_patterns or use the default form (form='pairs')") from None
+        total += len(subsets)
         if deadline is not None:
             deadline.check("enumerating Horus patterns")
-        out.append(PatternClass(members, tuple(subsets),
-                                tuple(pattern_cost(data, g, s) for s in subsets)))
-    return out
+        enumerated.append((members, subsets))
+    return [PatternClass(members, tuple(subsets),
+                         tuple(pattern_cost(data, members[0], s) for s in subsets))
+            for members, subsets in enumerated]
 
 
 @dataclass
@@ -154,19 +165,17 @@ def build_pattern_model(data: HorusData, classes: list[PatternClass], backend: s
     node_of = inst.cluster.gpu_node
     for attr, free, tag in (("cpu_per_gpu", data.free_cpu, "cpu"),
                             ("ram_gb_per_gpu", data.free_ram, "ram")):
-        need = np.array([getattr(job, attr) for job in inst.jobs], dtype=float)
+        need = [float(getattr(job, attr)) for job in inst.jobs]  # few jobs: plain floats
         per_node: dict[int, list] = {}
         most: dict[int, float] = {}
         for k, cls in enumerate(classes):
             node = int(node_of[cls.gpus[0]])
-            for p, jobs in enumerate(cls.patterns):
-                amount = float(need[list(jobs)].sum())
-                if amount > 0:
-                    per_node.setdefault(node, []).append((amount, n[k, p]))
-            top = max((float(need[list(s)].sum()) for s in cls.patterns), default=0.0)
-            most[node] = most.get(node, 0.0) + top * len(cls.gpus)
+            amounts = [sum(need[j] for j in jobs) for jobs in cls.patterns]
+            terms = per_node.setdefault(node, [])
+            terms.extend((a, n[k, p]) for p, a in enumerate(amounts) if a > 0)
+            most[node] = most.get(node, 0.0) + max(amounts, default=0.0) * len(cls.gpus)
         for node, terms in per_node.items():
-            if most[node] > free[node] + EPS:
+            if terms and most[node] > free[node] + EPS:
                 m.add(terms, "<=", free[node] + EPS, f"{tag}_{node}")
     requests = int(sum(job.num_gpus for job in inst.jobs))
     terms = [(cls.costs[p], n[k, p]) for k, cls in enumerate(classes)
