@@ -131,6 +131,8 @@ def run_pulp(prob: pulp.LpProblem, backend: str, params: SolverParams,
     if prob.sense != pulp.LpMinimize:
         raise ValueError("dlsched PuLP models are minimizations")
     constant = float(prob.objective.constant) if prob.objective is not None else 0.0
+    if not prob.variables():
+        return _run_empty(prob, constant)
     start = time.perf_counter()
     if backend == "cbc":
         bound, log = _run_cbc(prob, params, warm_start)
@@ -157,6 +159,16 @@ def run_pulp(prob: pulp.LpProblem, backend: str, params: SolverParams,
     if prob.status == pulp.LpStatusUnbounded:
         raise RuntimeError("model is unbounded: a formulation bug")
     return SolveRun(Status.NO_SOLUTION, None, None, elapsed, log)
+
+
+def _run_empty(prob: pulp.LpProblem, constant: float) -> SolveRun:
+    """A model without variables (nothing to decide, e.g. no idle GPU): its constant rows
+    decide it, without a solver (PuLP's CBC read of such a model fails)."""
+    if all(row.valid(0.0) for row in prob.constraints()):
+        return SolveRun(Status.OPTIMAL, constant, constant, 0.0,
+                        message="the model has no variables")
+    return SolveRun(Status.INFEASIBLE, None, None, 0.0,
+                    message="the model has no variables and a constant row fails")
 
 
 CBC_GRACE = 0.25
@@ -290,8 +302,9 @@ class _HiGHS(pulp.HiGHS):
             solution.value_valid = True
             lp.solverModel.setSolution(solution)
         highspy.Highs.resetGlobalScheduler(True)
-        if self.params.deadline is not None:  # the conversion above took time too
-            lp.solverModel.setOptionValue("time_limit", float(self.params.seconds_left()))
+        left = self.params.seconds_left()  # the conversion above took time too
+        if left is not None:
+            lp.solverModel.setOptionValue("time_limit", float(left))
         lp.solverModel.run()
 
 
@@ -331,8 +344,9 @@ class _SCIP(pulp.SCIP_PY):
     params = SolverParams()
 
     def callSolver(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
-        if self.params.deadline is not None:
-            lp.solverModel.setParam("limits/time", float(self.params.seconds_left()))
+        left = self.params.seconds_left()
+        if left is not None:
+            lp.solverModel.setParam("limits/time", float(left))
         lp.solverModel.optimize()
 
 

@@ -60,6 +60,26 @@ def test_one_model_every_backend(backend):
     assert (size.variables, size.constraints) == (3, 1)
 
 
+def test_a_model_without_variables_is_its_constant(backend):
+    """Nothing to decide (e.g. no idle GPU): the constant, proven, on every backend (CBC's
+    PuLP read of an empty model used to raise a TypeError)."""
+    m = new_model(backend, "empty")
+    m.minimize([], constant=2.5)
+    run = m.solve(SolverParams(time_limit=10))
+    assert run.status is Status.OPTIMAL
+    assert run.objective == pytest.approx(2.5) and run.bound == pytest.approx(2.5)
+
+
+def test_no_time_limit_on_every_backend(backend):
+    """``time_limit=None`` is documented as "no limit" (SCIP's adapter used to pass None on
+    as its time limit and crash)."""
+    inst = generate_horus(seed=3, nodes=2, beta=3, busy=0.5)
+    unlimited = solve(inst, "exact", backend=backend, time_limit=None)
+    limited = solve(inst, "exact", backend=backend, time_limit=30)
+    assert unlimited.status is limited.status is Status.OPTIMAL, unlimited.message
+    assert unlimited.objective == pytest.approx(limited.objective, abs=1e-6)
+
+
 def test_cpsat_rounds_capacities_conservatively():
     """A capacity the real coefficients just meet stays feasible; one they exceed by less
     than 1e-6 is never crossed."""
