@@ -10,12 +10,14 @@ import pytest
 from hints import hint_is_a_solution
 
 from dlsched import Instance, Job, homogeneous_cluster, solve, validate
+from dlsched.instance_io import check_instance
 from dlsched.instances.liquid_gen import generate_liquid
 from dlsched.jobs import Container, RunningJob
 from dlsched.problems import get_problem
 from dlsched.problems.liquid import decision_from_assignment, liquid_data
 from dlsched.result import Status
 from dlsched.topology import Cluster
+from dlsched.validate import validate_decision
 
 SHAPES = ((1, 2), (1, 1), (2, 1))  # (parameter servers, workers)
 
@@ -58,7 +60,9 @@ def tiny_instance(seed: int) -> Instance:
 
 
 def brute_force(instance: Instance) -> float | None:
-    """Minimum evaluator objective over every container → server map (None: none fits)."""
+    """Minimum evaluator objective over every container → server map (None: none fits).
+    The validator checks the instance once, then each map by its decision rules alone."""
+    check_instance(instance)  # what validate() checks first, before the decision
     data = liquid_data(instance)
     problem = get_problem("liquid")
     best = None
@@ -67,7 +71,7 @@ def brute_force(instance: Instance) -> float | None:
             decision = decision_from_assignment(data, np.array(combo))
         except ValueError:  # a server lacks GPUs for its containers
             continue
-        if validate(instance, decision).ok:
+        if validate_decision(instance, decision).ok:
             value = problem.evaluate(instance, decision)
             best = value if best is None else min(best, value)
     return best

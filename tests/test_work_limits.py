@@ -12,8 +12,6 @@ with 0.2 deterministic seconds: the same check at 5x the CPU, HiGHS's one node 1
 
 from __future__ import annotations
 
-import pytest
-
 from dlsched import solve
 from dlsched.registry import generators
 
