@@ -98,7 +98,9 @@ def test_twin_instances_do_count_classes():
 
 
 def test_patterns_take_a_warm_start(backend, optima):
-    for seed in CPU_SEEDS:
+    # seeds 0-2, one per job size pattern (0-5 before; seed 0's OBP start leaves the pair
+    # form's candidates, test_horus_exact)
+    for seed in CPU_SEEDS[:3]:
         inst = cpu_bound_instance(seed)
         start = solve(inst, "obp").decision
         result = solve(inst, "exact", backend=backend, time_limit=30, form="patterns",
