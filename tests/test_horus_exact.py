@@ -3,72 +3,28 @@
 from __future__ import annotations
 
 import functools
-import itertools
 
 import numpy as np
 import pytest
 from hints import hint_is_a_solution
 
 from dlsched import Decision, Placement, solve, validate
+from dlsched.benchmarks.brute_force import horus_brute_force, horus_tiny
 from dlsched.instances.horus_gen import generate_horus
 from dlsched.problems import get_problem
 from dlsched.result import Status
-from dlsched.validate import validate_decision
 
 
 def brute_force_optimum(instance) -> float:
     """Minimum evaluator objective over every feasible decision (each job: wait or any
     set of exactly its number of GPUs)."""
-    return brute_force(instance, families=False)[0]
+    return horus_brute_force(instance, families=False)[0]
 
 
-def brute_force(instance, families: bool = True) -> tuple[float, frozenset[str]]:
-    """:func:`brute_force_optimum` and the constraint families that bind: a family (a
-    validator violation kind) binds when some decision that breaks its rules alone scores
-    better than the optimum. The instance is checked once, by the validator, then each
-    decision by the validator's decision rules alone (``validate_decision``): checking the
-    instance again at each of the ~10^3 decisions was 3/4 of the cost. Without
-    ``families`` the second item is empty (scoring the rule breakers doubles the cost)."""
-    assert validate(instance, Decision(())).ok
-    gpus = instance.cluster.gpu_ids
-    options = []
-    for job in instance.jobs:
-        options.append([None, *itertools.combinations(gpus, job.num_gpus)])
-    problem = get_problem(instance.problem)
-    best = float("inf")
-    relaxed: dict[str, float] = {}  # per family: the best decision breaking it alone
-    for combo in itertools.product(*options):
-        decision = Decision.of(Placement(job.id, choice)
-                               for job, choice in zip(instance.jobs, combo, strict=True)
-                               if choice is not None)
-        kinds = validate_decision(instance, decision).kinds
-        if not kinds:
-            best = min(best, problem.evaluate(instance, decision))
-        elif families and len(kinds) == 1:
-            (kind,) = kinds
-            relaxed[kind] = min(relaxed.get(kind, float("inf")),
-                                problem.evaluate(instance, decision))
-    return best, frozenset(k for k, v in relaxed.items() if v < best - 1e-9)
-
-
-def tiny_instance(seed: int, cost_model: str):
-    """2-4 GPUs, 2-4 jobs, tight CPU so that every constraint family can bind.
-
-    Colocation instances use one server with more jobs than GPUs, so that the optimum
-    often stacks two new jobs on a GPU, where the two cost models differ.
-    """
-    if cost_model == "colocation":
-        rng = np.random.default_rng(2000 + seed)
-        return generate_horus(seed=seed, nodes=1, gpus_per_node=2, beta=int(rng.integers(3, 5)),
-                              busy=float(rng.choice([0.0, 0.5])), cpu=64.0, ram_gb=64.0,
-                              cost_model=cost_model)
-    rng = np.random.default_rng(1000 + seed)
-    nodes = int(rng.integers(1, 3))
-    return generate_horus(
-        seed=seed, nodes=nodes, gpus_per_node=2, beta=int(rng.integers(2, 5)) if nodes == 1
-        else int(rng.integers(2, 4)), busy=float(rng.choice([0.0, 0.5, 1.0])),
-        p_heavy=0.6, cpu=float(rng.choice([6.0, 8.0, 64.0])), ram_gb=64.0,
-        cost_model=cost_model)
+# the oracle and the tiny instances live in dlsched.benchmarks.brute_force, where the
+# benchmark exact_crosschecks --sweep runs them on the seeds the suite leaves out
+brute_force = horus_brute_force
+tiny_instance = horus_tiny
 
 
 # 15 + 10 random tiny instances per backend (30 + 20 before, 50 + 30 before that). The
