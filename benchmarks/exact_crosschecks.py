@@ -23,7 +23,7 @@ instances of ``dlsched.benchmarks.brute_force`` (Horus paper seeds 0 to ``--horu
 - 1, colocation 0 to ``--colocation-seeds`` - 1, Liquid 0 to ``--liquid-seeds`` - 1: the
 ranges the suite ran before issue 33; it keeps the seeds that bind each constraint family)
 on every backend; each run must be proven optimal (or infeasible where nothing fits) at
-the brute-force optimum, its decision accepted by the validator (~20 CPU-s).
+the brute-force optimum, its decision accepted by the validator (~7 CPU-s at load 15).
 
 Prints a markdown table (one row per check: both runs' status, objective, CPU seconds) and
 as its last line one JSON object. Exit status 1 when a check fails.
