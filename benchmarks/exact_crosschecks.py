@@ -129,25 +129,29 @@ def _sweep(check: str, label: str, cases: list[tuple[str, Any, float | None]],
             "failures": failures, "ok": not failures}
 
 
-def horus_sweep(paper: int, colocation: int, time_limit: float) -> dict[str, Any]:
+def _span(seeds: range) -> str:
+    return f"{seeds.start}-{seeds.stop - 1}" if len(seeds) else "none"
+
+
+def horus_sweep(paper: range, colocation: range, time_limit: float) -> dict[str, Any]:
     """The exact Horus model on tiny paper-cost and colocation-cost seeds."""
     cases = []
     for model, seeds in (("paper", paper), ("colocation", colocation)):
-        for seed in range(seeds):
+        for seed in seeds:
             inst = brute_force.horus_tiny(seed, model)
             best = brute_force.horus_brute_force(inst, families=False)[0]
             cases.append((f"{model} {seed}", inst, best))
-    return _sweep("horus-sweep", f"horus tiny: paper 0-{paper - 1}, colocation "
-                  f"0-{colocation - 1}", cases, time_limit)
+    return _sweep("horus-sweep", f"horus tiny: paper {_span(paper)}, colocation "
+                  f"{_span(colocation)}", cases, time_limit)
 
 
-def liquid_sweep(seeds: int, time_limit: float) -> dict[str, Any]:
+def liquid_sweep(seeds: range, time_limit: float) -> dict[str, Any]:
     """The exact Liquid model on tiny seeds (some infeasible)."""
     cases = []
-    for seed in range(seeds):
+    for seed in seeds:
         inst = brute_force.liquid_tiny(seed)
         cases.append((f"seed {seed}", inst, brute_force.liquid_brute_force(inst)))
-    return _sweep("liquid-sweep", f"liquid tiny 0-{seeds - 1}", cases, time_limit)
+    return _sweep("liquid-sweep", f"liquid tiny {_span(seeds)}", cases, time_limit)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,8 +176,9 @@ def main(argv: list[str] | None = None) -> int:
             horus_reduction(args.paper_nodes, args.beta, args.time_limit, args.min_reduction)]
     rows += [cbc_bound(name, args.time_limit) for name in args.liquid.split(",") if name]
     if args.sweep:
-        rows += [horus_sweep(args.horus_seeds, args.colocation_seeds, args.time_limit),
-                 liquid_sweep(args.liquid_seeds, args.time_limit)]
+        rows += [horus_sweep(range(args.horus_seeds), range(args.colocation_seeds),
+                             args.time_limit),
+                 liquid_sweep(range(args.liquid_seeds), args.time_limit)]
     print("# exact models against each other\n")
     print(markdown_table(
         ["check", "instance", "run a", "status", "objective", "CPU s", "run b", "status",
