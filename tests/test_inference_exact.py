@@ -214,7 +214,10 @@ def class_brute_force(queries, gpus) -> float:
     return best
 
 
-@pytest.mark.parametrize("seed", range(6))
+# seeds 0 and 2 (0-5 before): at 0 the class optima use batches of 1 and 2 and late
+# queries on every cluster, tiny on two; at 2 the EDF class loses to the true optimum (p2
+# and p2 + g2); seeds 1 3 4 5 showed nothing else
+@pytest.mark.parametrize("seed", [0, 2])
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2"), ("p2", "p2")])
 def test_edf_dp_is_the_class_optimum(seed, gpus):
     rng = np.random.default_rng(100 + seed)
@@ -469,7 +472,7 @@ def _plain_pricing(queries, gtype, lam, free=0) -> float:
     return value[t_lo]
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(2))  # 3 before; each spans several blocks (asserted)
 @pytest.mark.parametrize("gtype", ["p2", "g2"])
 def test_pricer_matches_the_plain_dp_over_several_blocks(seed, gtype):
     # 12 queries over ~1.5 s: the pricer's tables span several blocks of start times
@@ -536,7 +539,9 @@ def test_lagrange_method_bound_and_schedule_against_brute_force(seed, gpus):
         assert res.objective == pytest.approx(best, abs=1e-9)
 
 
-@pytest.mark.parametrize("seed", range(6))
+# seeds 0-1 (0-5 before): every seed of 0-5 behaved alike, column generation closing the
+# gap on one GPU and stopping at the LP value above the optimum on two (both branches)
+@pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "p2")])
 def test_column_generation_bound_is_valid_and_at_most_the_subgradient_one(seed, gpus):
     # crowded tiny windows (all queries within 60 ms): few subgradient steps stall above
