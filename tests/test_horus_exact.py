@@ -202,7 +202,10 @@ def test_certificate_catches_the_naive_rule(cpu_optima):
 
 @pytest.mark.parametrize("cost_model", ["paper", "colocation"])
 def test_reduced_model_is_exact_when_cpu_binds(backend, cost_model, cpu_optima):
-    for seed in CPU_SEEDS:
+    # seeds 0-2 (0-5 before): 3-5 repeat their job sizes and candidate / feasible pair
+    # counts (8/18, 14/18, 21/27, paper cost) with other costs; the certificate test and
+    # the full model below keep all six
+    for seed in CPU_SEEDS[:3]:
         inst = cpu_bound_instance(seed, cost_model)
         result = solve(inst, "exact", backend=backend, time_limit=30)
         assert result.status is Status.OPTIMAL, seed

@@ -524,7 +524,9 @@ def test_pricer_by_hand_reuses_a_query_when_lambda_is_zero():
     assert pricer.price(np.ones(1))[0] == 0.0
 
 
-@pytest.mark.parametrize("seed", range(5))
+# seeds 0 and 3 (0-4 before): at 0 1 2 4 every query is served on time (Σ Q = 4, proven
+# at once); 3 is the contested window
+@pytest.mark.parametrize("seed", [0, 3])
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
 def test_lagrange_method_bound_and_schedule_against_brute_force(seed, gpus):
     rng = np.random.default_rng(300 + seed)
