@@ -143,14 +143,14 @@ def test_bad_solver_parameters_are_input_errors():
     assert r.status is Status.INVALID_INPUT and "initial_solution" in r.message
 
 
-HARD = dict(seed=0, nodes=40)
-"""A Liquid batch of 40 servers: no backend proves it in a couple of seconds."""
+HARD = dict(seed=0, nodes=28)
+"""A Liquid batch of 28 servers: no backend proves it in 3 s (20 servers: HiGHS in 1.3 s)."""
 
 
 def _fake_budget(monkeypatch, per_check: float) -> dict:
     """A fake clock for the exact Liquid method's budget: each deadline check of the build
     costs ``per_check`` s; the solver is told what is left (recorded) but runs on a short
-    real limit of its own (its status is the only thing that depends on it)."""
+    real limit of its own (0.1 s) (its status is the only thing that depends on it)."""
     from dlsched.formulations import backend as layer
     from dlsched.formulations import cpsat_backend, liquid, pulp_backend
 
@@ -166,7 +166,7 @@ def _fake_budget(monkeypatch, per_check: float) -> dict:
 
     def told(self):
         seen["told"].append(left(self))
-        return 0.5
+        return 0.1
 
     monkeypatch.setattr(Deadline, "check", costly_check)
     monkeypatch.setattr(SolverParams, "seconds_left", told)
@@ -189,7 +189,7 @@ def test_the_solver_is_told_what_the_build_left(backend, monkeypatch):
     assert seen["checks"] > 10 and seen["told"]
     assert seen["told"] == [pytest.approx(3.0 - seen["checks"] * 0.25 / 1024)] * len(
         seen["told"])
-    assert r.status is not Status.OPTIMAL  # 0.5 s on 40 servers
+    assert r.status is not Status.OPTIMAL  # 0.1 s on 28 servers
     if r.decision is not None:
         assert validate(inst, r.decision).ok
 

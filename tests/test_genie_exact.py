@@ -16,10 +16,12 @@ from dlsched import Decision, Placement, Status, evaluate, solve, validate
 from dlsched.instances.genie_gen import generate_genie_workload, genie_snapshot
 from dlsched.problems.genie import genie_breakdown
 from dlsched.registry import get_method
+from dlsched.validate import validate_decision
 from genie_factories import toy_instance, toy_job
 
 
 def brute_force(instance) -> float:
+    assert validate(instance, Decision(())).ok  # the instance once; then each decision
     ids = instance.cluster.gpu_ids
     idle = [ids[g] for g in range(len(ids)) if not instance.gpu_busy[g]]
     jobs = [j.id for j in instance.jobs]
@@ -30,7 +32,7 @@ def brute_force(instance) -> float:
             if o:
                 groups.setdefault(o - 1, []).append(gpu)
         decision = Decision.of(Placement(jobs[j], tuple(g)) for j, g in sorted(groups.items()))
-        if validate(instance, decision).ok:
+        if validate_decision(instance, decision).ok:
             best = max(best, evaluate(instance, decision))
     return best
 

@@ -83,19 +83,38 @@ def random_window(rng, n):
     return out
 
 
-@pytest.mark.parametrize("seed", range(6))
+def _features(inst, decision) -> set[str]:
+    """What an optimal schedule uses: each model, each batch size, each GPU, and queries
+    served late (0 < Q < 1 on the full model)."""
+    quality = query_qualities(inference_data(inst), decision)
+    out = {f"size {len(b.queries)}" for b in decision.batches}
+    out |= {b.model for b in decision.batches} | {b.gpu for b in decision.batches}
+    late = (quality > 0) & (quality < 1) & ~np.isclose(quality, 0.5)
+    return out | ({"late"} if late.any() else set())
+
+
+# seeds 0 2 3 5 (0-5 before): the kept optima use both models, batches of 1 and 2, both
+# GPUs and late queries on both clusters (asserted); seeds 1 and 4 used nothing more
+EXACT_SEEDS = (0, 2, 3, 5)
+
+
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
-def test_exact_matches_brute_force(seed, gpus):
-    rng = np.random.default_rng(seed)
-    n = 4 if len(gpus) == 2 else 5
-    queries = random_window(rng, n)
-    inst = tiny_instance(queries, gpus=gpus)
-    res = solve(inst, "exact", time_limit=60)
-    assert res.status.value == "optimal"
-    assert validate(inst, res.decision).ok
-    expect = brute_force(queries, gpus)
-    assert res.objective == pytest.approx(expect, abs=1e-9)
-    assert res.bound == pytest.approx(expect, abs=1e-6)
+def test_exact_matches_brute_force(gpus):
+    seen: set[str] = set()
+    for seed in EXACT_SEEDS:
+        rng = np.random.default_rng(seed)
+        n = 4 if len(gpus) == 2 else 5
+        queries = random_window(rng, n)
+        inst = tiny_instance(queries, gpus=gpus)
+        res = solve(inst, "exact", time_limit=60)
+        assert res.status.value == "optimal", seed
+        assert validate(inst, res.decision).ok
+        expect = brute_force(queries, gpus)
+        assert res.objective == pytest.approx(expect, abs=1e-9), seed
+        assert res.bound == pytest.approx(expect, abs=1e-6), seed
+        seen |= _features(inst, res.decision)
+    assert {"full", "tiny", "size 1", "size 2", "late"} <= seen  # the seeds exercise them
+    assert f"gpu{len(gpus) - 1}" in seen
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -195,7 +214,10 @@ def class_brute_force(queries, gpus) -> float:
     return best
 
 
-@pytest.mark.parametrize("seed", range(6))
+# seeds 0 and 2 (0-5 before): at 0 the class optima use batches of 1 and 2 and late
+# queries on every cluster, tiny on two; at 2 the EDF class loses to the true optimum (p2
+# and p2 + g2); seeds 1 3 4 5 showed nothing else
+@pytest.mark.parametrize("seed", [0, 2])
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2"), ("p2", "p2")])
 def test_edf_dp_is_the_class_optimum(seed, gpus):
     rng = np.random.default_rng(100 + seed)
@@ -266,7 +288,7 @@ def _costs(monkeypatch, clock, *, per_slot: float, stages: dict[str, float]) -> 
 
     def cpsat(model, time_limit, seed=0, **kw):
         seen["cpsat"].append(time_limit)
-        return real_cpsat(model, 0.2, seed, **kw)
+        return real_cpsat(model, 0.05, seed, **kw)  # 0.2 before: CPU, no other change
 
     monkeypatch.setattr(inference, "run_cpsat", cpsat)
     return seen
@@ -314,13 +336,14 @@ def test_exact_returns_its_warm_start_when_cp_sat_finds_nothing_in_time():
     # (it returned no schedule although the heuristic's, a checked solution of the model,
     # was its hint), and on a busy machine even building the model may; wherever the time
     # runs out, the answer is at least the heuristic's schedule, and says where it is from.
-    # A 1 s limit (5 s spent up to 2 CPU-s here): the time runs out earlier, the same check
+    # A 0.3 s limit (5 s spent up to 2 CPU-s here, 1 s up to 1): the time runs out
+    # earlier, the same check
     from dlsched.problems.inference.policies import HeuristicPolicy
     from dlsched.serve import serve
 
     inst = _congested_window(50)
     heuristic = serve(inst, HeuristicPolicy()).decision()
-    res = solve(inst, "exact", time_limit=1.0)
+    res = solve(inst, "exact", time_limit=0.3)
     assert res.status.value in ("feasible", "optimal")
     assert validate(inst, res.decision).ok
     value = float(query_qualities(inference_data(inst), heuristic).sum())
@@ -449,7 +472,7 @@ def _plain_pricing(queries, gtype, lam, free=0) -> float:
     return value[t_lo]
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(2))  # 3 before; each spans several blocks (asserted)
 @pytest.mark.parametrize("gtype", ["p2", "g2"])
 def test_pricer_matches_the_plain_dp_over_several_blocks(seed, gtype):
     # 12 queries over ~1.5 s: the pricer's tables span several blocks of start times
@@ -501,7 +524,9 @@ def test_pricer_by_hand_reuses_a_query_when_lambda_is_zero():
     assert pricer.price(np.ones(1))[0] == 0.0
 
 
-@pytest.mark.parametrize("seed", range(5))
+# seeds 0 and 3 (0-4 before): at 0 1 2 4 every query is served on time (Σ Q = 4, proven
+# at once); 3 is the contested window
+@pytest.mark.parametrize("seed", [0, 3])
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
 def test_lagrange_method_bound_and_schedule_against_brute_force(seed, gpus):
     rng = np.random.default_rng(300 + seed)
@@ -516,7 +541,9 @@ def test_lagrange_method_bound_and_schedule_against_brute_force(seed, gpus):
         assert res.objective == pytest.approx(best, abs=1e-9)
 
 
-@pytest.mark.parametrize("seed", range(6))
+# seeds 0-1 (0-5 before): every seed of 0-5 behaved alike, column generation closing the
+# gap on one GPU and stopping at the LP value above the optimum on two (both branches)
+@pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "p2")])
 def test_column_generation_bound_is_valid_and_at_most_the_subgradient_one(seed, gpus):
     # crowded tiny windows (all queries within 60 ms): few subgradient steps stall above
@@ -554,17 +581,18 @@ def test_lagrange_method_proves_an_uncontested_window_optimal():
 def test_lagrange_without_time_limit_is_reproducible():
     # no time limit: fixed iterations and local search to a local optimum, so two runs
     # give the same batches, value and bound (7 queries, not proven: the local search moves
-    # the repaired schedule; 12 queries cost 3x the CPU for the same check)
+    # the repaired schedule; 12 queries cost 3x the CPU for the same check; 5 iterations
+    # reach the same value before and after the search as 20, for 2/3 of the CPU)
     rng = np.random.default_rng(78)
     inst = tiny_instance(random_window(rng, 7), gpus=("p2", "g2"))
-    runs = [solve(inst, "lagrange", time_limit=None, iterations=20) for _ in range(2)]
+    runs = [solve(inst, "lagrange", time_limit=None, iterations=5) for _ in range(2)]
     assert runs[0].status.value == "feasible" and validate(inst, runs[0].decision).ok
     assert runs[0].extra["before_local_search"] < runs[0].objective  # the search ran
     assert runs[0].decision.batches == runs[1].decision.batches
     assert runs[0].objective == runs[1].objective and runs[0].bound == runs[1].bound
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(2))  # 3 seeds before (0.3 CPU-s each)
 def test_lagrange_starts_from_the_edf_beam_schedule(seed):
     from dlsched.formulations.inference_edf import edf_beam_schedule, solve_edf
 
@@ -601,7 +629,7 @@ def test_widening_beam_keeps_the_best_width_and_stays_in_the_class(seed):
     assert bad.status.value == "invalid_input" and "edf_beam_max" in bad.message
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(2))  # 2 seeds (3 before): the cut, on both clusters
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
 def test_exact_with_lagrangian_cut_matches_brute_force(seed, gpus):
     # the Lagrangian bound becomes a cut and a bound of the CP-SAT model: still exact
@@ -651,7 +679,7 @@ def _skeleton_assignment_brute_force(inst, skel):
     return best
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(2))  # 4 seeds before (0.25 CPU-s each)
 def test_skeleton_assignment_is_optimal_for_its_skeleton(seed):
     from dlsched.formulations.inference_improve import assign, skeleton_of
     from dlsched.problems.inference import inference_data
@@ -670,7 +698,9 @@ def test_skeleton_assignment_is_optimal_for_its_skeleton(seed):
     assert value <= brute_force(queries, ("p2", "g2")) + 1e-9
 
 
-@pytest.mark.parametrize("seed", range(2))
+# seed 3 (0 and 1 before): its search forms a batch of two and, on two GPUs, stops below
+# the optimum; from seeds 0-2 it only swapped tiny for full, reaching the optimum
+@pytest.mark.parametrize("seed", [3])
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
 def test_local_search_never_worsens_and_stays_valid(seed, gpus):
     from dlsched.formulations.inference_improve import improve

@@ -121,8 +121,8 @@ def _check_run(run, workload: Instance) -> None:
 
 @pytest.mark.parametrize("policy", [
     Policy("bestfit"),
-    # conservation is the simulator's, not the GA's: 10 generations per batch suffice
-    Policy("gga", interval=60.0, batch_only=True, options={"max_generations": 10}),
+    # conservation is the simulator's, not the GA's: 4 generations per batch suffice
+    Policy("gga", interval=60.0, batch_only=True, options={"max_generations": 4}),
     EXACT,
 ], ids=["bestfit", "gga-batch", "exact-cbc"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
