@@ -183,6 +183,7 @@ def test_training_is_deterministic_and_its_policy_passes_the_checks(tiny_agent, 
     assert wa.keys() == wb.keys() == {f"l{k}.{p}" for k in range(3) for p in ("weight", "bias")}
     for key in wa:
         assert np.array_equal(wa[key], wb[key]), key
+    assert torch.are_deterministic_algorithms_enabled()  # the learner switched them on
     curve = (tiny_agent / "curve.csv").read_text().splitlines()
     assert curve[0].startswith("episode,") and len(curve) == 4  # warm start + 2 evaluations
     # the trained agent inside the simulator (every decision validated) starts every job
