@@ -111,11 +111,12 @@ def pab_live(view: Any, *, warmup_s: float = 60.0, threshold: float = 0.5,
                 out.append(Placement(job_id, (ids[gpus[0]],) if len(gpus) == 1 else
                                      tuple(ids[g] for g in sorted(gpus))))
             decision = Decision(tuple(out))
-            if memory.requeued:
-                memory.requeued.difference_update(p.job for p in out)
-                rows = [r for r, _ in placed]
+            waiting = memory.waiting  # the records of the requeued jobs (same jobs)
+            rows = [r for r, _ in placed if r in waiting] if waiting else None
+            if rows:
                 memory.flags[rows] = False
-                memory.waiting.difference_update(rows)
+                waiting.difference_update(rows)
+                memory.requeued.difference_update(jobs[r].id for r in rows)
     if not probes:
         return decision, memory, {"requeue": requeue}
     if len(probes) == 1:
