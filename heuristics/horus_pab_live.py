@@ -212,6 +212,9 @@ def _first_fit_live(view: Any, memory: _Memory, blocked: set[int] | None = None
     idle = view.idle_count
     cap = memory.cap
     waiting = memory.waiting
+    if waiting and idle < memory.counts[0]:  # no requeued job finds idle GPUs: the others
+        records = records[~memory.flags[records]]
+        waiting = None
     need_l, low_l = memory.need_l, memory.low_l
     for r in records[:_SCAN].tolist():
         n = need_l[r]
