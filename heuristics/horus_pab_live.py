@@ -45,7 +45,7 @@ class _Memory:
         self.requeued: set[str] = set()
         columns = view.workload_columns
         self.flags = np.zeros(len(view.workload_jobs), dtype=bool)
-        self.record_of: dict[str, int] = {}  # job id -> record, filled at the first requeue
+        self.record_of: dict[str, int] = {}  # job id -> record (else at the first requeue)
         self.mem = columns("gpu_mem_gb", 0.0) - EPS
         self.need = columns("num_gpus")
         # some job has CPU or RAM shares (its queue's rounds take the snapshot's walk)
@@ -62,6 +62,7 @@ class _Memory:
                       and bool((np.diff(c.gpu_node) >= 0).all()))
         self.cap = float(cap[0]) if len(cap) else 0.0
         if self.plain:
+            self.record_of = {job.id: r for r, job in enumerate(view.workload_jobs)}
             self.low_l: list[float] = self.mem.tolist()
             self.need_l: list[int] = self.need.astype(np.int64).tolist()
             self.counts = sorted(set(self.need_l))
@@ -201,8 +202,8 @@ def _first_fit_live(view: Any, memory: _Memory, blocked: set[int] | None = None
     lowest index (all tie at C). ``tests/test_pab_live.py`` compares it with
     :func:`_first_fit`.
     """
-    records = view.queue_records()
-    if not len(records):
+    head = view.head()
+    if head is None:
         return None
     keys = view.free_memory_order()
     gpus = len(keys)
@@ -212,10 +213,19 @@ def _first_fit_live(view: Any, memory: _Memory, blocked: set[int] | None = None
     idle = view.idle_count
     cap = memory.cap
     waiting = memory.waiting
+    need_l, low_l = memory.need_l, memory.low_l
+    r = memory.record_of[head.id]  # the head first: most rounds place it (no queue array)
+    n = need_l[r]
+    if n <= gpus:
+        if waiting and r in waiting:
+            if n <= idle and cap >= low_l[r]:
+                return r, _lowest_idle(view, n)
+        elif -keys[n - 1][0] >= low_l[r]:
+            return r, [g for _, g in keys[:n]]
+    records = view.queue_records()
     if waiting and idle < memory.counts[0]:  # no requeued job finds idle GPUs: the others
         records = records[~memory.flags[records]]
         waiting = None
-    need_l, low_l = memory.need_l, memory.low_l
     for r in records[:_SCAN].tolist():
         n = need_l[r]
         if n > gpus:

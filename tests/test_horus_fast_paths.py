@@ -42,6 +42,9 @@ class _View:
     def queue_records(self):
         return self._records
 
+    def head(self):
+        return self.workload_jobs[self._records[0]] if len(self._records) else None
+
     def free_memory_order(self):
         return self._keys
 
