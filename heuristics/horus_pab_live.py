@@ -10,10 +10,12 @@ requeues and watches (``tests/test_pab_live.py`` compares the two, call by call 
 runs). Its start guard (:func:`can_start`) skips only the calls that would change nothing.
 
 The default round (``serial``: at most one placement) on a queue without CPU or RAM
-shares is made in a few numpy steps: the first job in queue order whose share fits the
-free memory of ``num_gpus`` usable GPUs (idle GPUs only for a requeued job; never the GPUs
-of a job requeued in this round) is the one the snapshot's walk places, on the usable GPUs
-with the most free memory (ties: lower index). Other rounds run the snapshot's walk
+shares: the first job in queue order whose share fits the free memory of ``num_gpus``
+usable GPUs (idle GPUs only for a requeued job; never the GPUs of a job requeued in this
+round) is the one the snapshot's walk places, on the usable GPUs with the most free
+memory (ties: lower index). On a cluster whose GPUs all hold the same memory it is read
+off the view's free-memory order and idle lists (:func:`_first_fit_live`), else made in a
+few numpy steps on the loads (:func:`_first_fit`). Other rounds run the snapshot's walk
 (:func:`~.horus_pab_round.place`) on the same loads. ``horus_pab`` registers it.
 """
 
@@ -199,8 +201,8 @@ def _first_fit_live(view: Any, memory: _Memory, blocked: set[int] | None = None
     free memory, ties by index: ``_take``'s choice); a requeued job that waits finds them
     when ``num_gpus`` GPUs are idle and C is at least its share minus EPS (an idle GPU's
     free memory is C: its memory in use is reset to 0.0), and takes the idle GPUs of
-    lowest index (all tie at C). ``tests/test_pab_live.py`` compares it with
-    :func:`_first_fit`.
+    lowest index (all tie at C). ``tests/test_horus_fast_paths.py`` compares it with
+    :func:`_first_fit` on random loads.
     """
     head = view.head()
     if head is None:
