@@ -33,6 +33,8 @@ from dlsched.problems.horus import (
 )
 from dlsched.state import EPS, ClusterState
 
+from .horus_idle import fits_idle, idle_cost_ok, idle_first, lowest_idle
+
 SHARES = "shares"
 """The group of the jobs with CPU or RAM shares (they always pass the guard)."""
 GROUPS = ("horus", "pending by GPU count, then memory")
@@ -224,8 +226,9 @@ def decision_of(view: Any, jobs: Sequence[Job], placed: list[tuple[int, list[int
               ) -> Decision:
     """As ``decision_from_indices`` on the snapshot: GPU ids in ascending index order."""
     ids = view.cluster.gpu_ids
-    return Decision.of(Placement(jobs[j].id, tuple(ids[g] for g in sorted(gpus)))
-                       for j, gpus in placed)
+    return Decision(tuple([
+        Placement(jobs[j].id, (ids[gpus[0]],) if len(gpus) == 1 else
+                  tuple([ids[g] for g in sorted(gpus)])) for j, gpus in placed]))
 
 
 def top_k(costs: np.ndarray, candidates: np.ndarray | None, k: int) -> list[int]:
@@ -267,17 +270,24 @@ class CheapestLive:
     the next job is taken.
     """
 
-    __slots__ = ("_view", "_p", "_f", "_cap", "_free", "_used", "_util", "_own", "_due")
+    __slots__ = ("_view", "_p", "_f", "_cap", "_free", "_used", "_util", "_own", "_due",
+                 "_busy", "_fast", "_taken", "_idle")
 
     def __init__(self, view: Any, p: HorusParams) -> None:
         self._view = view
         self._p = p
         self._free: np.ndarray | None = None
-        self._due: tuple[list[int], float, float] | None = None
+        self._due: list[tuple[list[int], float, float]] = []  # placements not in the arrays
+        # enough idle GPUs: their lowest indices, unpriced (horus_idle)
+        self._fast = idle_first(p, view.cluster)
+        self._taken: set[int] = set()  # GPUs placed on in this call
+        self._idle = view.idle_count  # idle GPUs not in _taken
 
     def _load(self) -> None:
         c = self._view.cluster
-        util, mem = self._view.loads(copy=False)["gpu_usage"]  # read only: copied to change
+        loads = self._view.loads(copy=False)
+        util, mem = loads["gpu_usage"]  # read only: copied to change
+        self._busy = loads["gpu_busy"]
         self._cap = cap = c.gpu_mem_gb
         self._free = cap - mem  # a new array: live_state's free memory
         self._util = util
@@ -287,33 +297,44 @@ class CheapestLive:
         self._used = cap - self._free if self._f is not None else None
 
     def _settle(self) -> None:
-        """Apply the last placement to the arrays (``ClusterState.place``'s updates)."""
-        gpus, mem, util = self._due
-        self._due = None
+        """Apply the placements made since to the arrays (``ClusterState.place``'s
+        updates), in placement order."""
         if not self._own:
             self._util = self._util.copy()
             self._own = True
         free, used = self._free, self._used
-        if len(gpus) == 1:
-            g = gpus[0]
-            free[g] -= mem
-            self._util[g] += util
+        for gpus, mem, util in self._due:
+            if len(gpus) == 1:
+                g = gpus[0]
+                free[g] -= mem
+                self._util[g] += util
+                if used is not None:
+                    used[g] = self._cap[g] - free[g]
+                continue
+            at = np.asarray(gpus, dtype=np.int64)
+            free[at] -= mem
+            self._util[at] += util
             if used is not None:
-                used[g] = self._cap[g] - free[g]
-            return
-        at = np.asarray(gpus, dtype=np.int64)
-        free[at] -= mem
-        self._util[at] += util
-        if used is not None:
-            used[at] = self._cap[at] - free[at]
+                used[at] = self._cap[at] - free[at]
+        self._due.clear()
 
     def take(self, job: Job, keys: Keys) -> tuple[Keys, list[int]]:
         """:data:`Take`: ``job``'s GPUs and the free-memory entries after it is placed."""
+        fast, mem = self._fast, job.gpu_mem_gb or 0.0
+        if fast is not None and fits_idle(job, keys, self._idle, fast[0], fast[1]) \
+                and idle_cost_ok(self._p, fast[2], fast[0], mem, job.gpu_util or 0.0):
+            n = job.num_gpus
+            chosen = lowest_idle(self._view, n, self._taken)
+            self._taken.update(chosen)
+            self._idle -= n
+            self._due.append((chosen, mem, job.gpu_util or 0.0))
+            c = fast[0]  # an idle GPU's free memory (its memory in use is 0.0)
+            return moved(keys, chosen, [c] * n, [c - mem] * n), chosen
         if self._free is None:
             self._load()
-        elif self._due is not None:
+        if self._due:
             self._settle()
-        low = (job.gpu_mem_gb or 0.0) - EPS
+        low = mem - EPS
         # keys hold the same floats as the free memory: the GPUs that fit open them
         fit = bisect_right(keys, (-low, len(keys)))
         chosen = None
@@ -326,8 +347,12 @@ class CheapestLive:
         if not all(f >= low for f in old):
             chosen = self._exact(job, low)
             old = [item(g) for g in chosen]
-        mem = job.gpu_mem_gb or 0.0
-        self._due = (chosen, mem, job.gpu_util or 0.0)
+        busy, taken = self._busy, self._taken
+        for g in chosen:
+            if g not in taken and not busy[g]:
+                self._idle -= 1
+        taken.update(chosen)
+        self._due.append((chosen, mem, job.gpu_util or 0.0))
         return moved(keys, chosen, old, [f - mem for f in old]), chosen
 
     def _few(self, job: Job, head: Keys) -> list[int] | None:

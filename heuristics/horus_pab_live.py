@@ -10,10 +10,12 @@ requeues and watches (``tests/test_pab_live.py`` compares the two, call by call 
 runs). Its start guard (:func:`can_start`) skips only the calls that would change nothing.
 
 The default round (``serial``: at most one placement) on a queue without CPU or RAM
-shares is made in a few numpy steps: the first job in queue order whose share fits the
-free memory of ``num_gpus`` usable GPUs (idle GPUs only for a requeued job; never the GPUs
-of a job requeued in this round) is the one the snapshot's walk places, on the usable GPUs
-with the most free memory (ties: lower index). Other rounds run the snapshot's walk
+shares: the first job in queue order whose share fits the free memory of ``num_gpus``
+usable GPUs (idle GPUs only for a requeued job; never the GPUs of a job requeued in this
+round) is the one the snapshot's walk places, on the usable GPUs with the most free
+memory (ties: lower index). On a cluster whose GPUs all hold the same memory it is read
+off the view's free-memory order and idle lists (:func:`_first_fit_live`), else made in a
+few numpy steps on the loads (:func:`_first_fit`). Other rounds run the snapshot's walk
 (:func:`~.horus_pab_round.place`) on the same loads. ``horus_pab`` registers it.
 """
 
@@ -37,21 +39,35 @@ class _Memory:
     workload's records (``flags``); and, per record, each job's share of GPU memory minus
     EPS and GPU count (``horus._plan``'s numbers, read for the whole workload once)."""
 
-    __slots__ = ("probes", "requeued", "flags", "record_of", "mem", "need", "shares",
-                 "no_gpus")
+    __slots__ = ("probes", "requeued", "flags", "waiting", "record_of", "mem", "need",
+                 "shares", "no_gpus", "plain", "low_l", "need_l", "counts", "cap")
 
     def __init__(self, view: Any) -> None:
         self.probes: dict[str, list] = {}
         self.requeued: set[str] = set()
         columns = view.workload_columns
         self.flags = np.zeros(len(view.workload_jobs), dtype=bool)
-        self.record_of: dict[str, int] = {}  # job id -> record, filled at the first requeue
+        self.record_of: dict[str, int] = {}  # job id -> record (else at the first requeue)
         self.mem = columns("gpu_mem_gb", 0.0) - EPS
         self.need = columns("num_gpus")
         # some job has CPU or RAM shares (its queue's rounds take the snapshot's walk)
         self.shares = bool(((columns("cpu_per_gpu", 0.0) > 0)
                             | (columns("ram_gb_per_gpu", 0.0) > 0)).any())
         self.no_gpus = not bool((self.need >= 1).all())  # some job asks no GPUs (or None)
+        self.waiting: set[int] = set()  # the records of ``flags``
+        # the serial round's queue walk (:func:`_first_fit_live`) applies: no shares, every
+        # job asks GPUs, one memory size, servers in GPU index order (module docstring)
+        c = view.cluster
+        cap = c.gpu_mem_gb
+        self.plain = (not self.shares and not self.no_gpus and len(cap) > 0
+                      and bool((cap == cap[0]).all())
+                      and bool((np.diff(c.gpu_node) >= 0).all()))
+        self.cap = float(cap[0]) if len(cap) else 0.0
+        if self.plain:
+            self.record_of = {job.id: r for r, job in enumerate(view.workload_jobs)}
+            self.low_l: list[float] = self.mem.tolist()
+            self.need_l: list[int] = self.need.astype(np.int64).tolist()
+            self.counts = sorted(set(self.need_l))
 
 
 def pab_live(view: Any, *, warmup_s: float = 60.0, threshold: float = 0.5,
@@ -63,57 +79,61 @@ def pab_live(view: Any, *, warmup_s: float = 60.0, threshold: float = 0.5,
     memory = _Memory(view) if policy_state is None else policy_state
     probes = memory.probes
     t = view.time
-    running = _Running(view)
+    running = view.running()  # read per job or GPU, never built whole here
     requeue = judge(probes, t, running.rate_factor, threshold) if probes else []
     if requeue:
         if not memory.record_of:
             memory.record_of = {job.id: r for r, job in enumerate(view.workload_jobs)}
         memory.requeued.update(requeue)
-        memory.flags[[memory.record_of[job_id] for job_id in requeue]] = True
-    decision = Decision()
+        rows = [memory.record_of[job_id] for job_id in requeue]
+        memory.flags[rows] = True
+        memory.waiting.update(rows)
+    decision = _NOTHING
     if not (serial and probes):
-        records = view.queue_records()
-        placed, opened = _round(view, records, memory, requeue, serial, running)
-        for job_id, before in opened.items():
-            probes[job_id] = [t + warmup_s, before]
+        opened = None  # the probes the walk recorded (else: recorded below)
+        if serial and memory.plain:
+            found = _first_fit_live(view, memory, _held(running, requeue) if requeue else None)
+            placed = [] if found is None else [found]
+        else:
+            records = view.queue_records()
+            at, opened = _round(view, records, memory, requeue, serial, running)
+            placed = [(int(records[j]), gpus) for j, gpus in at]
+            for job_id, before in opened.items():
+                probes[job_id] = [t + warmup_s, before]
         if placed:
             jobs, ids = view.workload_jobs, view.cluster.gpu_ids
-            # GPU ids in ascending index order, as a snapshot's decision has them
-            decision = Decision.of(Placement(jobs[records[j]].id,
-                                             tuple(ids[g] for g in sorted(gpus)))
-                                   for j, gpus in placed)
-            if memory.requeued:
-                memory.requeued.difference_update(p.job for p in decision.placements)
-                memory.flags[records[[j for j, _ in placed]]] = False
-    extra: dict[str, Any] = {"requeue": requeue}
-    if probes:
-        extra["watch_at"] = min(p[0] for p in probes.values())
-    return decision, memory, extra
+            factor, jobs_on = running.rate_factor, running.jobs_on
+            out = []
+            for r, gpus in placed:
+                job_id = jobs[r].id
+                if opened is None:  # one placement: the speeds before, of the jobs joined
+                    others = set(jobs_on(gpus[0])) if len(gpus) == 1 else {
+                        o for g in gpus for o in jobs_on(g)}
+                    probes[job_id] = [t + warmup_s, speeds_before(others, factor)]
+                # GPU ids in ascending index order, as a snapshot's decision has them
+                out.append(Placement(job_id, (ids[gpus[0]],) if len(gpus) == 1 else
+                                     tuple(ids[g] for g in sorted(gpus))))
+            decision = Decision(tuple(out))
+            waiting = memory.waiting  # the records of the requeued jobs (same jobs)
+            rows = [r for r, _ in placed if r in waiting] if waiting else None
+            if rows:
+                memory.flags[rows] = False
+                waiting.difference_update(rows)
+                memory.requeued.difference_update(jobs[r].id for r in rows)
+    if not probes:
+        return decision, memory, {"requeue": requeue}
+    if len(probes) == 1:
+        for check_at, _ in probes.values():
+            return decision, memory, {"requeue": requeue, "watch_at": check_at}
+    return decision, memory, {"requeue": requeue,
+                              "watch_at": min(p[0] for p in probes.values())}
 
 
-class _Running:
-    """The view's running jobs (``SimView.running``), read when first asked."""
-
-    __slots__ = ("_view", "_lazy")
-
-    def __init__(self, view: Any) -> None:
-        self._view = view
-        self._lazy: Any = None
-
-    def get(self) -> Any:
-        if self._lazy is None:
-            self._lazy = self._view.running()
-        return self._lazy
-
-    def rate_factor(self, job_id: str) -> float | None:
-        return self.get().rate_factor(job_id)
-
-    def jobs_on(self, gpu: int) -> tuple[str, ...]:
-        return self.get().jobs_on(gpu)
+_NOTHING = Decision()  # frozen: one for every call that places nothing
 
 
 def _round(view: Any, records: np.ndarray, memory: _Memory, requeue: list[str],
-           serial: bool, running: _Running
+           serial: bool, running: Any
            ) -> tuple[list[tuple[int, list[int]]], dict[str, dict[str, float]]]:
     """The placements of one round (queue positions, GPU indices) and the probes they
     open (``pab``'s ``place``)."""
@@ -121,7 +141,7 @@ def _round(view: Any, records: np.ndarray, memory: _Memory, requeue: list[str],
         return [], {}
     waiting = memory.flags[records] if memory.requeued else None
     c = view.cluster
-    blocked = blocked_gpus(c.num_gpus, requeue, running.get(), {}) if requeue else None
+    blocked = blocked_gpus(c.num_gpus, requeue, running, {}) if requeue else None
     a = view.loads(copy=False)  # read only: the walk below gets copies
     busy = a["gpu_busy"]
     free = c.gpu_mem_gb - a["gpu_usage"][1]  # a new array
@@ -146,9 +166,108 @@ def _round(view: Any, records: np.ndarray, memory: _Memory, requeue: list[str],
     if found is None:
         return [], {}
     j, chosen = found
+    return [found], _opened(view, (int(records[j]), chosen), running)
+
+
+def _opened(view: Any, found: tuple[int, list[int]], running: Any
+            ) -> dict[str, dict[str, float]]:
+    """The probe a placement ``(record, GPU indices)`` opens (``place``'s record)."""
+    r, chosen = found
     others = {o for g in chosen for o in running.jobs_on(g)}
-    return [found], {view.workload_jobs[records[j]].id: speeds_before(others,
-                                                                      running.rate_factor)}
+    return {view.workload_jobs[r].id: speeds_before(others, running.rate_factor)}
+
+
+def _held(running: Any, jobs: list[str]) -> set[int]:
+    """The GPUs of running ``jobs`` (``blocked_gpus`` as a set)."""
+    out: set[int] = set()
+    for job_id in jobs:
+        out.update(running.gpus_of(job_id) or ())
+    return out
+
+
+_SCAN = 32  # queue entries tried one by one before the rest is tested in numpy
+
+
+def _first_fit_live(view: Any, memory: _Memory, blocked: set[int] | None = None
+                    ) -> tuple[int, list[int]] | None:
+    """:func:`_first_fit` on the view's orders instead of arrays: ``(record, GPU
+    indices)`` of the first job in queue order that finds GPUs, or None. ``blocked``: the
+    GPUs of the jobs requeued in this round (held by them still, so never idle).
+
+    ``memory.plain`` holds: one memory size C on every GPU, every job asks GPUs, no CPU
+    or RAM shares, servers in GPU index order. Then a job that does not wait finds GPUs
+    exactly when the ``num_gpus``-th largest free memory (``SimView.free_memory_order``)
+    is at least its share minus EPS, and takes the GPUs that head that order (the most
+    free memory, ties by index: ``_take``'s choice); a requeued job that waits finds them
+    when ``num_gpus`` GPUs are idle and C is at least its share minus EPS (an idle GPU's
+    free memory is C: its memory in use is reset to 0.0), and takes the idle GPUs of
+    lowest index (all tie at C). ``tests/test_horus_fast_paths.py`` compares it with
+    :func:`_first_fit` on random loads.
+    """
+    head = view.head()
+    if head is None:
+        return None
+    keys = view.free_memory_order()
+    gpus = len(keys)
+    if blocked:  # the order without them: its head, as far as a job can ask
+        gpus -= len(blocked)
+        keys = [k for k in keys[:memory.counts[-1] + len(blocked)] if k[1] not in blocked]
+    idle = view.idle_count
+    cap = memory.cap
+    waiting = memory.waiting
+    need_l, low_l = memory.need_l, memory.low_l
+    r = memory.record_of[head.id]  # the head first: most rounds place it (no queue array)
+    n = need_l[r]
+    if n <= gpus:
+        if waiting and r in waiting:
+            if n <= idle and cap >= low_l[r]:
+                return r, _lowest_idle(view, n)
+        elif -keys[n - 1][0] >= low_l[r]:
+            return r, [g for _, g in keys[:n]]
+    records = view.queue_records()
+    if waiting and idle < memory.counts[0]:  # no requeued job finds idle GPUs: the others
+        records = records[~memory.flags[records]]
+        waiting = None
+    for r in records[:_SCAN].tolist():
+        n = need_l[r]
+        if n > gpus:
+            continue
+        if waiting and r in waiting:
+            if n <= idle and cap >= low_l[r]:
+                return r, _lowest_idle(view, n)
+        elif -keys[n - 1][0] >= low_l[r]:
+            return r, [g for _, g in keys[:n]]
+    if len(records) <= _SCAN:
+        return None
+    rest = records[_SCAN:]
+    lut = np.full(gpus + 2, -np.inf)  # entry n: the n-th largest free memory (-inf past)
+    for n in memory.counts:
+        if n <= gpus and n <= len(keys):
+            lut[n] = -keys[n - 1][0]
+    need = np.minimum(memory.need[rest], gpus + 1).astype(np.int64)
+    low = memory.mem[rest]
+    ok = lut[need] >= low
+    if waiting:
+        ok = np.where(memory.flags[rest], (need <= idle) & (cap >= low), ok)
+    h = int(ok.argmax())
+    if not ok[h]:
+        return None
+    r = int(rest[h])
+    if waiting and r in waiting:
+        return r, _lowest_idle(view, need_l[r])
+    return r, [g for _, g in keys[:need_l[r]]]
+
+
+def _lowest_idle(view: Any, n: int) -> list[int]:
+    """The ``n`` idle GPUs of lowest index (``n`` at most the idle count; servers hold
+    ascending ranges of GPU indices)."""
+    out: list[int] = []
+    lists = view.idle_lists()
+    for s in view.open_servers():
+        out.extend(lists[s][:n - len(out)])
+        if len(out) == n:
+            break
+    return out
 
 
 def _first_fit(free: np.ndarray, busy: np.ndarray, mem: np.ndarray, need: np.ndarray,
