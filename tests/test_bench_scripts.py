@@ -69,7 +69,8 @@ def test_sched2_rl_tiny(capsys, monkeypatch):
     monkeypatch.setattr(sched2_rl, "DqnSettings", _BriefDqn)
     # the learners train on one training and one validation seed's episodes (per share)
     # instead of four and five, of 10 jobs: every part's tables still come out (4.8 -> 3.8
-    # CPU-s with torch imported)
+    # CPU-s with torch imported; 1.5 of them the DQN's torch.use_deterministic_algorithms,
+    # which imports torch._dynamo)
     monkeypatch.setattr(sched2_rl, "TRAINING_SEEDS", sched2_rl.TRAINING_SEEDS[:1])
     monkeypatch.setattr(sched2_rl, "VALIDATION", sched2_rl.VALIDATION[:1])
     monkeypatch.setattr(sched2_rl_dqn, "VALIDATION", sched2_rl_dqn.VALIDATION[:1])

@@ -126,10 +126,7 @@ class Learner:
 
     def __init__(self, train: Sequence[Episode], s: DqnSettings, seed: int) -> None:
         torch.manual_seed(seed)
-        # torch.use_deterministic_algorithms(True) is this call plus a flag of torch's
-        # compiler, which it imports (torch._inductor, 1.4 CPU-s a process); nothing here
-        # is compiled. torch is pinned (2.13.0), and a test checks the mode is on
-        torch._C._set_deterministic_algorithms(True)
+        torch.use_deterministic_algorithms(True)
         self.train_set, self.s = list(train), s
         self.rng = np.random.default_rng(seed)
         self.net, self.target = JobQ(s.hidden), JobQ(s.hidden)
