@@ -253,12 +253,9 @@ def capacity_shares(instance: Instance) -> dict[str, int]:
     return shares
 
 
-def _capacity_queues(instance: Instance, request: int | None, shares: dict[str, int]
-                     ) -> tuple[dict[str, int], Any, dict[str, tuple[Any, Any]], list[tuple]]:
-    """(GPUs left per type, the tasks, :func:`queues_by_model`, the head entry (key, model,
-    0) of each type that has waiting tasks and its task's need left in its share)."""
-    _check_request(request)
-    need = 1 if request is None else request
+def _shares_left(instance: Instance, need: int, shares: dict[str, int]) -> dict[str, int]:
+    """The GPUs of each type's share that its running tasks leave (an input error for a
+    type whose share is below ``need``, a task's least request)."""
     for job in (instance.jobs if min(shares.values()) < need else ()):
         if shares[job.model] < need:
             # its type's share can never hold it: the paper's Capacity Scheduler would
@@ -275,11 +272,7 @@ def _capacity_queues(instance: Instance, request: int | None, shares: dict[str, 
     for model, gpus in held_by_model(instance).items():
         if model in left:  # a running task of a type outside the shares holds none of them
             left[model] -= gpus
-    jobs, queues = queues_by_model(instance)
-    # a type with less than a task's need left blocks at its first task: leave it out
-    heads = [(keys[0], model, 0) for model, (keys, _order) in queues.items()
-             if keys and left[model] >= need]
-    return left, jobs, queues, heads
+    return left
 
 
 def capacity(instance: Instance, *, request: int | None = None) -> Decision:
@@ -302,7 +295,13 @@ def _capacity_of_run(instance: Any, *, policy_state: dict[str, int] | None = Non
 
 
 def _capacity(instance: Any, request: int | None, shares: dict[str, int]) -> Decision:
-    left, jobs, queues, heap = _capacity_queues(instance, request, shares)
+    _check_request(request)
+    need = 1 if request is None else request
+    left = _shares_left(instance, need, shares)
+    jobs, queues = queues_by_model(instance)
+    # a type with less than a task's need left blocks at its first task: leave it out
+    heap = [(keys[0], model, 0) for model, (keys, _order) in queues.items()
+            if keys and left[model] >= need]
     if not heap:
         return Decision.of(())  # every type waits for its running tasks (or has no task)
     heapify(heap)  # keys are unique (their last entry is the queue position)
