@@ -16,7 +16,7 @@ import math
 import os
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from . import __version__, interrupt, versions
 from .benchmarks import cli as benchmarks_cli
@@ -170,15 +170,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _late(name: str) -> Callable[[argparse.Namespace], int]:
-    """The command handler ``name`` of this module, looked up when the command runs: the
-    parser is built once per process (:func:`_parser`), and what a caller rebinds later
-    (a test's monkeypatch) is what runs."""
-    def handler(args: argparse.Namespace) -> int:
-        return globals()[name](args)
-    return handler
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="dlsched", description="Schedule deep-learning jobs on GPU "
                      "clusters: exact models, heuristics, and the gap between them.")
@@ -192,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
         spec.add_arguments(p)
         p.add_argument("--seed", type=seed_value, default=0, help="random seed (default 0)")
         p.add_argument("-o", "--output", required=True, help="instance file to write")
-        p.set_defaults(func=_late("_cmd_generate"), option_names={
+        p.set_defaults(func=_cmd_generate, option_names={
             a.dest: max(a.option_strings, key=len) for a in p._actions if a.option_strings})
 
     sol = sub.add_parser("solve", help="solve an instance with a method")
@@ -205,14 +196,14 @@ def build_parser() -> argparse.ArgumentParser:
     sol.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                      help="method-specific option (repeatable)")
     sol.add_argument("-o", "--output", help="solution file to write")
-    sol.set_defaults(func=_late("_cmd_solve"))
+    sol.set_defaults(func=_cmd_solve)
 
-    for name, func, text in (("validate", "_cmd_validate", "check a solution independently"),
-                             ("evaluate", "_cmd_evaluate", "print a solution's objective")):
+    for name, func, text in (("validate", _cmd_validate, "check a solution independently"),
+                             ("evaluate", _cmd_evaluate, "print a solution's objective")):
         p = sub.add_parser(name, help=text, description=text)
         p.add_argument("instance", help="instance file")
         p.add_argument("solution", help="solution file")
-        p.set_defaults(func=_late(func))
+        p.set_defaults(func=func)
 
     exp = sub.add_parser("export", help="write the exact model (MPS/LP, or CP-SAT proto text)")
     exp.add_argument("instance", help="instance file")
@@ -220,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="mps or lp (PuLP models), proto (CP-SAT model proto as text)")
     exp.add_argument("--method", default="exact", help="exact method to export (exact)")
     exp.add_argument("-o", "--output", required=True, help="file to write")
-    exp.set_defaults(func=_late("_cmd_export"))
+    exp.set_defaults(func=_cmd_export)
 
     demo = sub.add_parser("demo", help="Horus: exact vs greedy on one generated snapshot")
     demo.add_argument("--nodes", type=int, default=32, help="servers of 8 GPUs (32)")
@@ -230,11 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--time-limit", type=positive_seconds, default=60.0,
                       help="seconds for the exact model")
     demo.add_argument("--seed", type=seed_value, default=1, help="seed of the snapshot")
-    demo.set_defaults(func=_late("_cmd_demo"))
+    demo.set_defaults(func=_cmd_demo)
 
     met = sub.add_parser("methods", help="list problems, methods and backends")
     met.add_argument("problem", nargs="?", help="only this problem's methods (default: all)")
-    met.set_defaults(func=_late("_cmd_methods"))
+    met.set_defaults(func=_cmd_methods)
 
     simulate_cli.add_commands(sub)
     benchmarks_cli.add_commands(sub)

@@ -149,6 +149,7 @@ def test_an_unexpected_exception_is_one_line_exit_3(monkeypatch, capsys):
         raise ZeroDivisionError("division by zero\nsecond line")
 
     monkeypatch.setattr(cli, "_cmd_methods", boom)
+    monkeypatch.setattr(cli, "_cached", None)  # a parser built with the patched handler
     monkeypatch.delenv("DLSCHED_TRACEBACK", raising=False)
     assert main(["methods"]) == 3
     err = capsys.readouterr().err

@@ -34,7 +34,8 @@ def test_a_command_cannot_change_the_defaults_of_the_next_call(monkeypatch):
         args.option.append("changed=1")  # a command changing what it was given
         return 0
 
-    monkeypatch.setattr(cli, "_cmd_solve", record)  # the handler is looked up per call
+    monkeypatch.setattr(cli, "_cmd_solve", record)
+    monkeypatch.setattr(cli, "_cached", None)  # one parser, built with the patched handler
     assert cli.main(["solve", "x.json"]) == 0
     assert cli.main(["solve", "x.json", "--option", "a=1"]) == 0
     assert cli.main(["solve", "x.json"]) == 0
