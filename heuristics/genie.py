@@ -226,21 +226,6 @@ def wfair(instance: Instance, *, request: int | None = None,
     return _blind(instance, order, request)
 
 
-_SHARES: dict[tuple[int, int], tuple[object, dict[str, int]]] = {}
-
-
-def _shares(instance: Instance) -> dict[str, int]:
-    """:func:`capacity_shares`, kept per (parsed parameters, GPU count); read-only."""
-    params = parse_genie_params(instance.params)
-    key = (id(params), instance.cluster.num_gpus)
-    hit = _SHARES.get(key)
-    if hit is None or hit[0] is not params:
-        if len(_SHARES) >= 64:
-            _SHARES.clear()
-        hit = _SHARES[key] = (params, capacity_shares(instance))
-    return hit[1]
-
-
 def capacity_shares(instance: Instance) -> dict[str, int]:
     """GPUs per model type: equal shares of the cluster, largest remainder, ties by name."""
     models = sorted(parse_genie_params(instance.params).coefficients)
@@ -283,14 +268,14 @@ def capacity(instance: Instance, *, request: int | None = None) -> Decision:
     task that cannot start: a call visits the tasks it starts and one more per type, not
     the whole queue (a type whose share its running tasks hold lets its queue grow).
     """
-    return _capacity(instance, request, _shares(instance))
+    return _capacity(instance, request, capacity_shares(instance))
 
 
 def _capacity_of_run(instance: Any, *, policy_state: dict[str, int] | None = None,
                      request: int | None = None) -> tuple[Decision, dict[str, int]]:
     """:func:`capacity` as a stateful fast form: the shares, fixed for a run (its params
     and cluster), kept across its calls (parsing the params again is a fifth of a call)."""
-    shares = _shares(instance) if policy_state is None else policy_state
+    shares = capacity_shares(instance) if policy_state is None else policy_state
     return _capacity(instance, request, shares), shares
 
 
