@@ -58,6 +58,12 @@ class _View:
         return {"gpu_usage": (self._util, self._mem), "gpu_busy": self._busy}
 
 
+def _random_cluster(rng):
+    """1-5 servers of 1, 2, 4 or 8 GPUs of 8 GB, and the GPUs per server."""
+    nodes, per = int(rng.integers(1, 6)), int(rng.choice([1, 2, 4, 8]))
+    return homogeneous_cluster(nodes, per, gpu_mem_gb=8.0), per
+
+
 def _loads(rng, g, cap):
     """Random loads: idle GPUs (0.0, 0.0), busy ones with ties, some holding no memory
     or a sliver of it, some past 100 % utilization."""
@@ -70,9 +76,8 @@ def _loads(rng, g, cap):
 @pytest.mark.parametrize("seed", range(60))
 def test_pab_round_on_the_view_equals_the_numpy_round(seed):
     rng = np.random.default_rng(seed)
-    nodes, per = int(rng.integers(1, 6)), int(rng.choice([1, 2, 4, 8]))
-    cluster = homogeneous_cluster(nodes, per, gpu_mem_gb=8.0)
-    g = nodes * per
+    cluster, per = _random_cluster(rng)
+    g = cluster.num_gpus
     util, mem, busy = _loads(rng, g, 8.0)
     # every other seed: a queue past the 32 entries tried one by one
     n = int(rng.integers(1, 40)) if seed % 2 else int(rng.integers(40, 90))
@@ -123,9 +128,8 @@ def _priced(p, cluster, util, free, job):
 @pytest.mark.parametrize("seed", range(60))
 def test_greedy_on_idle_gpus_equals_pricing_every_gpu(seed):
     rng = np.random.default_rng(seed)
-    nodes, per = int(rng.integers(1, 6)), int(rng.choice([1, 2, 4, 8]))
-    cluster = homogeneous_cluster(nodes, per, gpu_mem_gb=8.0)
-    g = nodes * per
+    cluster, per = _random_cluster(rng)
+    g = cluster.num_gpus
     params = {} if seed % 2 else {"w_mem": float(rng.choice([0.5, 2.0])),
                                   "w_util": float(rng.choice([0.0, 3.0]))}
     p = parse_horus_params(params)
