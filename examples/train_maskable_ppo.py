@@ -15,6 +15,7 @@ import argparse
 
 import gymnasium as gym
 from sb3_contrib import MaskablePPO
+from stable_baselines3.common.logger import Logger
 
 import dlsched.rl
 from dlsched.instances.sched2_gen import generate_sched2
@@ -40,6 +41,9 @@ def main() -> None:
     model = MaskablePPO("MlpPolicy", env, n_steps=args.n_steps,
                         batch_size=min(64, args.n_steps), seed=args.seed,
                         device="cpu", verbose=0)
+    # a logger with no outputs: SB3's default one leaves an empty SB3-<time> folder in
+    # the system's temporary folder on every run
+    model.set_logger(Logger(folder=None, output_formats=[]))
     model.learn(total_timesteps=args.steps)
 
     (test,) = episodes(range(1000, 1001), args.jobs)
