@@ -24,6 +24,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from dlsched.interrupt import stopping_on_interrupt
 from dlsched.result import ModelSize, Status
 
 from .backend import Deadline, LinearModel, SolverParams, SolveRun, Terms
@@ -208,10 +209,15 @@ def run_cpsat(model: cp_model.CpModel, time_limit: float | None, seed: int = 0,
     solver.parameters.random_seed = seed
     solver.parameters.relative_gap_limit = 0.0
     solver.parameters.absolute_gap_limit = 0.0
+    # CP-SAT's own SIGINT handler outlives the solve (a later Ctrl-C then kills the process
+    # with no clean-up) and turns a Ctrl-C during it into an ordinary "feasible" result;
+    # Python's handler stays instead, and the search stops at once on a Ctrl-C
+    solver.parameters.catch_sigint_signal = False
     for key, value in (options or {}).items():
         setattr(solver.parameters, key, value)
     start = time.perf_counter()
-    code = solver.solve(model)
+    with stopping_on_interrupt(solver.stop_search):
+        code = solver.solve(model)
     elapsed = time.perf_counter() - start
     log = solver.response_stats()
     if code == cp_model.OPTIMAL:

@@ -61,6 +61,7 @@ from ortools.sat.python import cp_model
 
 from dlsched.errors import InputError
 from dlsched.instance import Instance
+from dlsched.interrupt import stopping_on_interrupt
 from dlsched.problems.inference import (
     Batch,
     InferenceData,
@@ -258,7 +259,9 @@ def _complete_hint(model: cp_model.CpModel, time_limit: float | None) -> bool:
     solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = (HINT_SECONDS if time_limit is None
                                              else min(HINT_SECONDS, HINT_SHARE * time_limit))
-    code = solver.Solve(model)
+    solver.parameters.catch_sigint_signal = False  # as in run_cpsat
+    with stopping_on_interrupt(solver.stop_search):
+        code = solver.Solve(model)
     model.ClearHints()
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return False

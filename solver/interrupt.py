@@ -159,6 +159,56 @@ def _worker_interrupt(signum: int, frame: Any) -> None:
         _raise_outside_imports(frame, _worker_interrupt)
 
 
+@contextlib.contextmanager
+def stopping_on_interrupt(stop: Callable[[], None]) -> Iterator[None]:
+    """Inside, a SIGINT also calls ``stop`` (from a watcher thread), so that native code
+    which runs without the interpreter (a CP-SAT search: ``CpSolver.stop_search``) ends at
+    once instead of at its time limit; Python's own handler still runs when that code
+    returns (``KeyboardInterrupt``, or whatever handler SIGINT has).
+
+    It listens on :func:`signal.set_wakeup_fd`, so it works only in the main thread, where
+    SIGINT has a Python handler and no other wakeup fd is set (an asyncio loop's); elsewhere
+    the block runs as it is and SIGINT takes effect when the native code returns.
+    """
+    if (threading.current_thread() is not threading.main_thread()
+            or not callable(signal.getsignal(signal.SIGINT))):
+        yield
+        return
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    previous = signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    if previous != -1:  # someone else's: put back, and run without a watcher
+        signal.set_wakeup_fd(previous)
+        os.close(read_end)
+        os.close(write_end)
+        yield
+        return
+    watcher = threading.Thread(target=_watch, args=(read_end, stop), daemon=True,
+                               name="dlsched-interrupt-watcher")
+    watcher.start()
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(-1)
+        os.write(write_end, bytes([_WATCH_END]))
+        watcher.join()
+        os.close(read_end)
+        os.close(write_end)
+
+
+_WATCH_END = 0
+"""The byte that ends a watcher (no signal has number 0)."""
+
+
+def _watch(read_end: int, stop: Callable[[], None]) -> None:
+    while True:
+        came = os.read(read_end, 64)
+        if signal.SIGINT in came:
+            stop()
+        if not came or _WATCH_END in came:
+            return
+
+
 def interrupted() -> bool:
     """Whether SIGINT arrived since :func:`arm`."""
     return _state["interrupted"]
