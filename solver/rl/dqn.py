@@ -42,6 +42,7 @@ from ..heuristics.sched2_priority import FEATURES
 from .dqn_settings import DqnSettings
 from .sched2_fast_env import FastSelection, State
 from .sched2_search import SPF_WEIGHTS, Episode
+from .torch_adam import Adam
 
 
 class JobQ(nn.Module):
@@ -131,7 +132,7 @@ class Learner:
         self.rng = np.random.default_rng(seed)
         self.net, self.target = JobQ(s.hidden), JobQ(s.hidden)
         self.target.load_state_dict(self.net.state_dict())
-        self.opt = torch.optim.Adam(self.net.parameters(), lr=s.lr)
+        self.opt = Adam(self.net.parameters(), lr=s.lr)
         self.memory, self.demos = Memory(s.buffer), Memory(s.buffer)
         self.updates = 0
 
