@@ -3,30 +3,23 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from hash_seed_child import written_by_another_hash_seed
 
 from dlsched import load_instance, save_instance
 from dlsched.cli import main
 from dlsched.instances.liquid_gen import BANDWIDTH, generate_liquid
 
-SCRIPT = ("import sys; from dlsched.instances.liquid_gen import generate_liquid; "
-          "from dlsched import save_instance; "
-          "save_instance(generate_liquid(seed=11, nodes=10, busy=0.1), sys.argv[1])")
-
 
 def test_same_arguments_same_bytes_across_processes(tmp_path):
-    # this process and one child whose string hashing is seeded otherwise (one child
-    # process, 0.45 CPU-s, is enough for two hash seeds)
-    hash_seed = "0" if os.environ.get("PYTHONHASHSEED") == "4242" else "4242"
-    there = tmp_path / "child.json"
-    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-    subprocess.run([sys.executable, "-c", SCRIPT, str(there)], check=True, env=env)
+    # this process and one child whose string hashing is seeded otherwise (the child also
+    # writes the Horus generator's file: tests/hash_seed_child.py)
+    there = written_by_another_hash_seed() / "liquid.json"
     save_instance(generate_liquid(seed=11, nodes=10, busy=0.1), tmp_path / "x.json")
     assert (tmp_path / "x.json").read_bytes() == there.read_bytes()
     assert load_instance(there).sha256 == generate_liquid(seed=11, nodes=10, busy=0.1).sha256
