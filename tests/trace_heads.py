@@ -23,6 +23,16 @@ def committed_workload(name: str) -> Instance:
 
 
 @cache
+def committed_doc(name: str) -> dict:
+    """``instances/workloads/<name>`` as parsed JSON (within the file limits), its stated
+    sha256 checked against its content; shared: callers must not change it."""
+    doc = read_json(WORKLOADS / name)
+    if doc.get("sha256") != sha256_of(doc):
+        raise AssertionError(f"{name}: its stated sha256 is not that of its content")
+    return doc
+
+
+@cache
 def trace_head(name: str, jobs: int = 150) -> Instance:
     """The ``jobs`` earliest-submitted jobs of ``instances/workloads/<name>`` (ties: file
     order), the rest of the file as it is.
@@ -32,9 +42,7 @@ def trace_head(name: str, jobs: int = 150) -> Instance:
     of the ten ITP and two Philly files cost 3.4 CPU-s, this 1.8. The files read whole
     by :func:`committed_workload` elsewhere keep the full check.
     """
-    doc = read_json(WORKLOADS / name)
-    if doc.get("sha256") != sha256_of(doc):
-        raise AssertionError(f"{name}: its stated sha256 is not that of its content")
+    doc = committed_doc(name)
     check_against_schema(doc, "instance")
     first = sorted(doc["jobs"], key=lambda j: j.get("submit_time", 0.0))[:jobs]
     body = {k: v for k, v in doc.items() if k not in ("jobs", "sha256")}
