@@ -21,9 +21,10 @@ CP-SAT gets ``max_deterministic_time`` L (deterministic, load-independent; no wa
 CBC, HiGHS and SCIP ``--wall-factor`` (20) × L (wall; SCIP's on its CPU clock,
 ``timing/clocktype`` 1: a wall deadline of L alone ran out during the build at load 12).
 Every run is a forked process
-whose CPU is capped at L + 1 s (``RLIMIT_CPU``, inherited by CBC's process): a run the
-cap ends is reported as ``cpu_limit`` (no objective, no gap), so a loaded machine gives
-every backend the same CPU (the load is printed). CPU s is the process plus its
+whose CPU is capped at L + 1 s (a timer on its exact CPU clock, :mod:`.cpu_timer`, and
+``RLIMIT_CPU``, inherited by CBC's process): a run the cap ends is reported as
+``cpu_limit`` (no objective, no gap), so a loaded machine gives every backend the same CPU
+(the load is printed). CPU s is the process plus its
 finished children (CBC runs as one) around the whole ``solve`` call, build included.
 "Within target" counts the runs proven optimal in at most 1 CPU-s (Horus) or 10 (GENIE):
 the issue's targets.
@@ -45,10 +46,12 @@ import os
 import resource
 import statistics
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from dlsched import solve
+from dlsched.benchmarks import cpu_timer
 from dlsched.cli_support import parse_backends
 from dlsched.formulations.backend import BACKENDS
 from dlsched.instance import Instance
@@ -105,16 +108,18 @@ def _solve_here(instance: Instance, family: str, backend: str, form: str, seed: 
 
 
 def _child(conn, args: tuple, seconds: float) -> None:
-    # the CPU cap: SIGXCPU ends this process (and a CBC child, which inherits the limit)
-    # once it has used ``seconds`` + 1 CPU-s beyond now, whatever the machine's load
-    used = _cpu()
+    # the CPU cap, ``seconds`` + 1 CPU-s of this process (counted from the fork: it starts
+    # with none), whatever the machine's load: a timer on its exact CPU clock sends SIGXCPU
+    # (SIGKILL a second later). RLIMIT_CPU alone let SCIP on its CPU clock run 3-4 times
+    # past the cap on a loaded machine (cpu_timer's docstring); it stays for a CBC child,
+    # which inherits it (whole seconds, SIGKILL a second later)
+    cap = seconds + 1.0
+    rlimit = math.ceil(cap)
     _soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
-    cap = int(math.ceil(used + seconds)) + 1
     if hard != resource.RLIM_INFINITY:
-        cap = min(cap, hard - 1)
-    # the hard limit one second later (SIGKILL). Seen once: a SCIP run with a 2-s cap
-    # ended by SIGXCPU only after 7.6 CPU-s (not understood; the table shows the CPU used)
-    resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 1))
+        rlimit = min(rlimit, hard - 1)
+    resource.setrlimit(resource.RLIMIT_CPU, (rlimit, rlimit + 1))
+    cpu_timer.arm(max(cap - time.process_time(), 1e-3))
     conn.send(_solve_here(*args))
     conn.close()
 

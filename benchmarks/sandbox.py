@@ -36,6 +36,7 @@ import psutil
 from dlsched import interrupt
 from dlsched.errors import InputError
 
+from . import cpu_timer
 from .isolation import RunAs
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -308,7 +309,11 @@ def _child(work: Callable[[], bytes], fd: int, cpu_seconds: float | None) -> Non
         os.setsid()
         if cpu_seconds is not None:  # counted from 0: a forked process starts with none
             cpu = max(1, math.ceil(cpu_seconds))
+            # the rlimit for the processes it starts (CBC); the timer for this one, which
+            # the rlimit alone may let run several times longer on a loaded machine
+            # (cpu_timer's docstring)
             resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+            cpu_timer.arm(max(cpu - time.process_time(), 1e-3))
         faulthandler.disable()  # its report would go to the closed stderr anyway
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
@@ -328,7 +333,9 @@ def fork_call(work: Callable[[], bytes], kill_after: float,
     stderr to /dev/null) and return what it returned; at ``kill_after`` seconds (or when
     interrupted) the run and every process it started are killed. With ``cpu_seconds``,
     the run's process and each process it starts may use that much CPU time
-    (``RLIMIT_CPU``, whole seconds rounded up: SIGXCPU, then SIGKILL a second later)."""
+    (``RLIMIT_CPU``, whole seconds rounded up: SIGXCPU, then SIGKILL a second later; for
+    the run's own process also a timer on its exact CPU clock, :mod:`.cpu_timer`, which
+    holds where the rlimit's tick-sampled clock runs slow on a loaded machine)."""
     before = descendants()
     read_fd, write_fd = os.pipe()
     start = time.perf_counter()

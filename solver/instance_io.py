@@ -82,10 +82,11 @@ def _check_references(instance: Instance) -> None:
                 field=f"jobs[{i}].containers",
                 fix="give every container of a job a unique id",
             )
-    if not _running_references_ok(instance):
-        _raise_running_reference(instance)
+    # numbers first: the reference checks read extra's per-server mappings
     if not running_numbers_ok(instance.running):  # each checked when it was built
         check_numbers((), instance.running)  # names the running job and field
+    if not _running_references_ok(instance):
+        _raise_running_reference(instance)
     mem = instance.gpu_mem_used
     over = np.flatnonzero(mem > instance.cluster.gpu_mem_gb + 1e-9)
     if over.size:
