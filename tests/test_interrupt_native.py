@@ -61,10 +61,10 @@ def test_a_ctrl_c_during_a_cpsat_search_stops_it_and_raises():
 def test_the_watcher_calls_stop_on_sigint_and_leaves_the_handler_and_wakeup_fd():
     stops = []
     handler = signal.getsignal(signal.SIGINT)
-    with pytest.raises(KeyboardInterrupt):
-        with interrupt.stopping_on_interrupt(lambda: stops.append(1)):
-            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
-            time.sleep(5)
+    with (pytest.raises(KeyboardInterrupt),
+          interrupt.stopping_on_interrupt(lambda: stops.append(1))):
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+        time.sleep(5)
     assert stops == [1]
     assert signal.getsignal(signal.SIGINT) is handler
     assert signal.set_wakeup_fd(-1) == -1  # none left set
