@@ -19,8 +19,18 @@ from dlsched.registry import get_method
 from dlsched.validate import validate_decision
 from genie_factories import toy_instance, toy_job
 
+_optima: dict[str, float] = {}
+
 
 def brute_force(instance) -> float:
+    """The optimum, kept per instance (by its sha256): test_genie_classes asks again for
+    this file's cases."""
+    if instance.sha256 not in _optima:
+        _optima[instance.sha256] = _brute_force(instance)
+    return _optima[instance.sha256]
+
+
+def _brute_force(instance) -> float:
     assert validate(instance, Decision(())).ok  # the instance once; then each decision
     ids = instance.cluster.gpu_ids
     idle = [ids[g] for g in range(len(ids)) if not instance.gpu_busy[g]]
