@@ -1,5 +1,5 @@
 """One fresh interpreter that several test files question in turn (test_lean_import,
-test_interrupt, test_backend_exact, test_registry_tables): each needs a process that has
+test_interrupt, test_backend_exact, test_registry_tables, test_cli): each needs a process that has
 not imported the package yet, and each such process paid Python's start-up and the same
 imports again (~0.4-1.9 CPU-s apiece). The steps run in an order where none spoils a later
 one's question:
@@ -10,6 +10,8 @@ one's question:
    the call on unchanged, and import nothing), before any provider module loads;
 3. resolving one method (only its own module loads), solving with greedy and the exact
    model on CP-SAT and HiGHS (the solver libraries load on demand), the face's names;
+   ``dlsched generate --help`` through the command's main(), the command line's modules
+   imported by it as by ``python -m dlsched.cli`` (no generator module loaded before);
 4. ortools, highspy and pyscipopt used side by side, in that order of first import;
 5. every module of the three provider packages imported: the registrations noted.
 
@@ -66,6 +68,17 @@ for method, backend in (("greedy", None), ("exact", "cpsat"), ("exact", "highs")
     out["solved"].append([r.status.value, len(r.decision.placements)])
 out["solvers_loaded"] = ["pulp" in sys.modules, "ortools" in sys.modules]
 out["face"] = {{name: getattr(dlsched, name).__module__ for name in {FACE!r}}}
+
+import contextlib, io
+out["generators_loaded_before_cli"] = sorted(
+    m for m in sys.modules if m.startswith("dlsched.instances.") and m.endswith("_gen"))
+import dlsched.cli
+text = io.StringIO()
+try:
+    with contextlib.redirect_stdout(text):
+        dlsched.cli.main(["generate", "--help"])
+except SystemExit as stop:
+    out["generate_help"] = [stop.code, text.getvalue()]
 
 import ortools.sat.python.cp_model as cp, highspy, pyscipopt
 m = cp.CpModel(); x = m.new_bool_var('x'); m.maximize(x)

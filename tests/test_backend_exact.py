@@ -22,7 +22,7 @@ from dlsched.registry import get_method
 
 def test_solvers_import_side_by_side():
     """ortools 9.15, highspy 1.14 and pyscipopt 6.3 load (in that order) and solve in one
-    process: a fresh interpreter's (tests/fresh_interpreter.py, shared with three other
+    process: a fresh interpreter's (tests/fresh_interpreter.py, shared with four other
     files; the three tiny models are solved there, it fails on any wrong answer)."""
     assert fresh()["solver_versions"] == ["6.3.0", "1.14.0"]
 

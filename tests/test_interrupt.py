@@ -62,7 +62,7 @@ def test_ctrl_c_during_a_benchmark(tmp_path):
 
 def test_a_library_import_leaves_sigint_alone():
     # a fresh interpreter's `import signal, dlsched` (tests/fresh_interpreter.py, whose one
-    # run serves three other files too)
+    # run serves four other files too)
     assert fresh()["sigint_default"] is True
 
 

@@ -1,6 +1,6 @@
 """``import dlsched`` stays lean: solver libraries, torch and the data stack load on first
 use, in a fresh interpreter (this process has long imported them). One interpreter
-(tests/fresh_interpreter.py, shared with three other files) runs every check below in
+(tests/fresh_interpreter.py, shared with four other files) runs every check below in
 turn, each before anything that could spoil it: importing the package, then resolving one
 method, then solving, then the face's names; each test asserts on its own part of that
 run."""

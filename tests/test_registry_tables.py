@@ -24,7 +24,7 @@ from dlsched.registry import (
 def registered() -> dict:
     """Which module calls each register function, noted in a fresh interpreter from before
     any provider module loads, then every module of the three provider packages imported
-    (tests/fresh_interpreter.py, whose one run serves three other files too)."""
+    (tests/fresh_interpreter.py, whose one run serves four other files too)."""
     return fresh()["registered"]
 
 
