@@ -67,8 +67,11 @@ def _runtime_imports(path: Path, module: str, is_package: bool) -> frozenset[str
                 target = node.module or ""
             found.add(target)
             found.update(f"{target}.{alias.name}" for alias in node.names)
+        # an import is a statement: only statements (and the handlers and match cases
+        # that hold them) are walked into, not expressions (most of a tree's nodes)
         for child in ast.iter_child_nodes(node):
-            visit(child)
+            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                visit(child)
 
     visit(tree)
     return frozenset(found)

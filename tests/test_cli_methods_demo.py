@@ -41,12 +41,17 @@ def test_demo_prints_the_gap_result_gap_uses(tmp_path, capsys):
     dlsched(capsys, "generate", "horus", "--nodes", "3", "--beta", "15", "--busy", "0.9",
             "--seed", "1", "-o", str(path))
     instance = load_instance(path)
-    exact = solve(instance, "exact", backend="cbc", time_limit=60)
+    # proven by HiGHS (in this process; the demo's own proof is CBC's, a process of its
+    # own): a second solver's optimum, the same value, at a fraction of a CBC run
+    exact = solve(instance, "exact", backend="highs", time_limit=60)
     greedy = solve(instance, "greedy", seed=1)
     assert exact.status.value == "optimal"
     assert greedy.objective is not None and exact.objective is not None
     gap = relative_gap(greedy.objective, exact.objective, "min")
-    assert gap is not None and printed == round(100 * gap, 3) > 0
+    # the printed figure is rounded to 3 decimals; two solvers' optima may differ in the
+    # last bits
+    assert gap is not None and printed > 0
+    assert abs(printed - 100 * gap) <= 0.0005 + 1e-9
 
 
 def test_methods_of_one_problem_and_an_unknown_one(capsys):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -155,6 +157,8 @@ def test_callable_entrant_runs_in_a_subprocess(suite, tmp_path, entrant_dir, mon
     # by default the page has the time and gap profiles as images
     page = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
     assert page.count("data:image/png;base64,") == 2 and "Profiles not drawn" not in page
+    for image in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page):
+        assert base64.b64decode(image).startswith(b"\x89PNG\r\n\x1a\n")
 
 
 def test_score_rule_by_hand():

@@ -12,16 +12,28 @@ import itertools
 import pytest
 from hints import hint_is_a_solution
 
-from dlsched import Decision, Placement, Status, evaluate, solve, validate
+from dlsched import Decision, Placement, Status, solve, validate
 from dlsched.instances.genie_gen import generate_genie_workload, genie_snapshot
+from dlsched.problems import get_problem
 from dlsched.problems.genie import genie_breakdown
 from dlsched.registry import get_method
 from dlsched.validate import validate_decision
 from genie_factories import toy_instance, toy_job
 
+_optima: dict[str, float] = {}
+
 
 def brute_force(instance) -> float:
+    """The optimum, kept per instance (by its sha256): test_genie_classes asks again for
+    this file's cases."""
+    if instance.sha256 not in _optima:
+        _optima[instance.sha256] = _brute_force(instance)
+    return _optima[instance.sha256]
+
+
+def _brute_force(instance) -> float:
     assert validate(instance, Decision(())).ok  # the instance once; then each decision
+    genie = get_problem("genie")
     ids = instance.cluster.gpu_ids
     idle = [ids[g] for g in range(len(ids)) if not instance.gpu_busy[g]]
     jobs = [j.id for j in instance.jobs]
@@ -33,7 +45,9 @@ def brute_force(instance) -> float:
                 groups.setdefault(o - 1, []).append(gpu)
         decision = Decision.of(Placement(jobs[j], tuple(g)) for j, g in sorted(groups.items()))
         if validate_decision(instance, decision).ok:
-            best = max(best, evaluate(instance, decision))
+            # the evaluator's own value: evaluate() would check the instance and the
+            # decision again, which the two lines above did (2/3 of the CPU)
+            best = max(best, genie.evaluate(instance, decision))
     return best
 
 

@@ -3,11 +3,10 @@ importing every module registers, and the registry keeps one registration per na
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 
 import pytest
+from fresh_interpreter import fresh
 
 from dlsched import registry
 from dlsched.errors import InputError
@@ -20,42 +19,13 @@ from dlsched.registry import (
     register_method,
 )
 
-# In a fresh interpreter: note which module calls each register function, then import
-# every module of the three provider packages.
-RECORD = """
-import json, pkgutil, sys
-from importlib import import_module
-import dlsched, dlsched.registry as registry, dlsched.state as state
-
-seen = {"method": {}, "generator": {}, "view": {}}
-
-def recorder(kind, key, original):
-    def record(spec):
-        seen[kind][json.dumps(key(spec))] = sys._getframe(1).f_globals["__name__"]
-        return original(spec)
-    return record
-
-registry.register_method = recorder("method", lambda s: [s.problem, s.name],
-                                    registry.register_method)
-registry.register_generator = recorder("generator", lambda s: s.key,
-                                       registry.register_generator)
-state.register_view_policy = recorder("view", lambda p: [p.problem, p.method],
-                                      state.register_view_policy)
-for package in ("dlsched.formulations", "dlsched.heuristics", "dlsched.instances"):
-    for info in pkgutil.walk_packages(import_module(package).__path__, package + "."):
-        import_module(info.name)
-seen["declared"] = {
-    "method": {json.dumps(list(k)): m for k, m in registry._METHOD_MODULES.items()},
-    "generator": {json.dumps(k): m for k, m in registry._GENERATOR_MODULES.items()}}
-print(json.dumps(seen))
-"""
-
 
 @pytest.fixture(scope="module")
 def registered() -> dict:
-    out = subprocess.run([sys.executable, "-c", RECORD], capture_output=True, text=True,
-                         check=True)
-    return json.loads(out.stdout)
+    """Which module calls each register function, noted in a fresh interpreter from before
+    any provider module loads, then every module of the three provider packages imported
+    (tests/fresh_interpreter.py, whose one run serves four other files too)."""
+    return fresh()["registered"]
 
 
 @pytest.mark.parametrize("kind", ["method", "generator"])
