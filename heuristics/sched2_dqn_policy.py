@@ -230,6 +230,7 @@ class LiveQ:
         self.table[:, GPUS] = a.gpus
         self.table[:, RECORD] = np.arange(len(a.gpus))
         self.table[:, SUBMIT] = a.submit  # each call turns it into the waiting time
+        self.most_gpus = float(a.gpus.max()) if len(a.gpus) else 0.0  # the largest demand
         self.phi = np.zeros(len(LIVE_COLUMNS))
         self.phi[[0, STOP]] = 1.0
         feature = {name: w0[k] for k, name in enumerate(Q_FEATURES)}
@@ -397,9 +398,11 @@ def _picks(view, live: LiveQ, window: int | None) -> list[Placement]:
     (h1, h2), zeros, values = live.hidden, live.zeros, live.values
     matmul, dot, maximum, log1p, least_of = np.matmul, np.dot, np.maximum, math.log1p, _MIN
     ids, gpu_ids, idle_of = live.arrays.ids, view.cluster.gpu_ids, view.idle_lists()
+    most = live.most_gpus
     taken: dict[int, int] = {}  # GPUs given per server by this call (Placer.taken)
     placed: list[Placement] = []
-    # the least GPU count of the jobs shown (None: to recompute); the whole queue's is kept
+    # the least GPU count of the jobs shown (None: to recompute), read only while fewer GPUs
+    # are idle than the workload's largest demand; the whole queue's is kept
     # by the view, and it fits (the engine's call guard, :func:`dqn_can_start`)
     least = view.min_demand() if window is None else None
     while n:
@@ -409,10 +412,11 @@ def _picks(view, live: LiveQ, window: int | None) -> list[Placement]:
         else:
             k = window
             shown = np.concatenate((rows[:k, :NET], rows[n:n + 1, :NET]))
-        if least is None:
-            least = least_of(rows[:k, GPUS])
-        if least > free:
-            break
+        if free < most:  # else every job fits the idle GPUs by count
+            if least is None:
+                least = least_of(rows[:k, GPUS])
+            if least > free:
+                break
         coef[1] = free / total
         coef[2] = log1p(n / total)
         dot(coef, fold, out=first)  # M(s, l)
