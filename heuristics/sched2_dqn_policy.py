@@ -29,16 +29,16 @@ import numpy as np
 from dlsched.decision import Decision, Placement
 from dlsched.errors import InputError
 from dlsched.files import unique_keys
-from dlsched.heuristics.blas_threads import one_blas_thread
+from dlsched.heuristics.blas_threads import _set_local, one_blas_thread
 from dlsched.heuristics.sched2 import ServerRoom
-from dlsched.heuristics.sched2_live import JobArrays, Placer
+from dlsched.heuristics.sched2_live import JobArrays
 from dlsched.heuristics.sched2_priority import (
     DURATION_SCALE_S,
     FEATURES,
     WAIT_SCALE_S,
     priority_features,
 )
-from dlsched.heuristics.sched2_view import some_job_fits
+from dlsched.heuristics.sched2_view import _packing_live, some_job_fits
 from dlsched.heuristics.weights import read_safetensors
 from dlsched.instance import Instance
 from dlsched.problems.sched2 import parse_sched2_params
@@ -230,6 +230,7 @@ class LiveQ:
         self.table[:, GPUS] = a.gpus
         self.table[:, RECORD] = np.arange(len(a.gpus))
         self.table[:, SUBMIT] = a.submit  # each call turns it into the waiting time
+        self.most_gpus = float(a.gpus.max()) if len(a.gpus) else 0.0  # the largest demand
         self.phi = np.zeros(len(LIVE_COLUMNS))
         self.phi[[0, STOP]] = 1.0
         feature = {name: w0[k] for k, name in enumerate(Q_FEATURES)}
@@ -284,11 +285,12 @@ class LiveQ:
         return self.buffer
 
     def _waits(self, out: np.ndarray, n: int, now: float) -> np.ndarray:
-        """The ``log_wait`` column of ``out[:n]`` at ``now`` (q_rows' operations), φ last."""
-        wait = out[:n, WAIT]
+        """The ``log_wait`` column of ``out[:n]`` at ``now`` (q_rows' operations), φ last
+        (the first two in a contiguous scratch array: a column of the rows is strided)."""
+        wait = self.values[:n]  # free until the first pass writes its Q-values
         np.subtract(now, out[:n, SUBMIT], out=wait)
         np.divide(wait, WAIT_SCALE_S, out=wait)
-        np.log1p(wait, out=wait)
+        np.log1p(wait, out=out[:n, WAIT])
         return out
 
     def rows(self, view, widest: int) -> tuple[np.ndarray, int]:
@@ -364,33 +366,43 @@ def dqn_live(view, *, policy_state=None):
         network, window = load_network(shipped_weights())
         policy_state = (LiveQ(view, network), window)
     live, window = policy_state
-    placer = Placer(view)
-    if view.queue_length() >= THREADED_ROWS:
-        with one_blas_thread():
-            _picks(view, live, window, placer)
-    else:
-        _picks(view, live, window, placer)
-    return placer.decision(), policy_state
+    threads = _set_local() if view.queue_length() >= THREADED_ROWS else None
+    if threads is None:
+        placed = _picks(view, live, window)
+    else:  # :func:`.blas_threads.one_blas_thread`, without a context manager per call
+        previous = threads(1)
+        try:
+            placed = _picks(view, live, window)
+        finally:
+            threads(previous)
+    return (Decision(tuple(placed)) if placed else _NOTHING), policy_state
 
 
-def _picks(view, live: LiveQ, window: int | None, placer: Placer) -> None:
-    """:func:`dqn_live`'s picks into ``placer`` (:meth:`LiveQ.q` and :func:`greedy_pick`
-    written out: a pass costs numpy's per-call overhead, so the loop makes the fewest calls).
+_NOTHING = Decision(())  # the decision of a call that starts no job (immutable: shared)
+
+
+def _picks(view, live: LiveQ, window: int | None) -> list[Placement]:
+    """:func:`dqn_live`'s placements (:meth:`LiveQ.q` and :func:`greedy_pick` written out:
+    a pass costs numpy's per-call overhead, so the loop makes the fewest calls; the
+    packing placement and its bookkeeping are :class:`.sched2_live.Placer`'s, inlined).
 
     Where no shown job fits, a pass can only pick φ or a job that does not fit (an empty
     rest of the decision), so the loop stops without one."""
     total = view.cluster.num_gpus
     free = view.idle_count
     running = free < total  # every SCHED² job holds a GPU
-    idle = view.idle_lists()
     widest = view.most_idle()  # widest_left with nothing taken yet
     rows, n = live.rows(view, widest)  # one per job in arrival order; φ last
     coef, fold, first = live.coef, live.fold, live.first
     m1, m2, m3 = live.first_matrix, live.second, live.last
     (h1, h2), zeros, values = live.hidden, live.zeros, live.values
-    matmul, dot, maximum, log1p = np.matmul, np.dot, np.maximum, math.log1p
-    ids = live.arrays.ids
-    # the least GPU count of the jobs shown (None: to recompute); the whole queue's is kept
+    matmul, dot, maximum, log1p, least_of = np.matmul, np.dot, np.maximum, math.log1p, _MIN
+    ids, gpu_ids, idle_of = live.arrays.ids, view.cluster.gpu_ids, view.idle_lists()
+    most = live.most_gpus
+    taken: dict[int, int] = {}  # GPUs given per server by this call (Placer.taken)
+    placed: list[Placement] = []
+    # the least GPU count of the jobs shown (None: to recompute), read only while fewer GPUs
+    # are idle than the workload's largest demand; the whole queue's is kept
     # by the view, and it fits (the engine's call guard, :func:`dqn_can_start`)
     least = view.min_demand() if window is None else None
     while n:
@@ -400,10 +412,11 @@ def _picks(view, live: LiveQ, window: int | None, placer: Placer) -> None:
         else:
             k = window
             shown = np.concatenate((rows[:k, :NET], rows[n:n + 1, :NET]))
-        if least is None:
-            least = rows[:k, GPUS].min()
-        if least > free:
-            break
+        if free < most:  # else every job fits the idle GPUs by count
+            if least is None:
+                least = least_of(rows[:k, GPUS])
+            if least > free:
+                break
         coef[1] = free / total
         coef[2] = log1p(n / total)
         dot(coef, fold, out=first)  # M(s, l)
@@ -426,25 +439,36 @@ def _picks(view, live: LiveQ, window: int | None, placer: Placer) -> None:
         if pick == k:
             break
         gpus = rows[pick, GPUS]
-        got = placer.place(int(gpus))
+        got = _packing_live(view, int(gpus), taken, free)
         if got is None:  # it waits for this job
             break
-        placer.take(ids[int(rows[pick, RECORD])], got)
-        free -= len(got[0])
+        chosen, local = got
+        placed.append(Placement(ids[int(rows[pick, RECORD])],
+                                tuple(map(gpu_ids.__getitem__, chosen))))
+        free -= len(chosen)
         rows[pick:n] = rows[pick + 1:n + 1]  # the later jobs and φ move up one row
         n -= 1
         running = True
         if window is not None or gpus == least:
             least = None
-        taken = placer.taken
-        if any(c + len(idle[s]) - taken[s] == widest for s, c in got[1].items()):
-            top = widest_left(view, taken, widest)  # a server at the largest count shrank
+        shrank = False  # a server at the largest idle count gave GPUs
+        for s, c in local.items():
+            before = taken.get(s, 0)
+            taken[s] = before + c
+            if not shrank and len(idle_of[s]) - before == widest:
+                shrank = True
+        if shrank:
+            top = widest_left(view, taken, widest)
             if top != widest:
                 widest = top
                 np.greater(rows[:n, GPUS], widest, out=rows[:n, WIDER])
     live.kept, live.widest = n, widest
+    return placed
 
 
-def dqn_can_start(view, **options) -> bool:
-    """``dqn``'s ``can_start``: some waiting job's GPU count fits the idle GPUs."""
-    return some_job_fits(view)
+_MIN = np.minimum.reduce  # a column's least value (ndarray.min's work, without its wrapper)
+
+
+dqn_can_start = some_job_fits
+"""``dqn``'s ``can_start``: some waiting job's GPU count fits the idle GPUs (the function
+itself, not a wrapper: the engine asks it at every event)."""
