@@ -390,14 +390,19 @@ class _Engine:
         it can start something).
         """
         st = self.state
-        t = st.next_time()
-        if t is None:
-            return None
-        if self.max_time is not None and t > self.max_time:
-            raise SimulationError(f"clock passed max_time = {self.max_time:g} s")
+        while True:
+            t = st.next_time()
+            if t is None:
+                return None
+            if self.max_time is not None and t > self.max_time:
+                raise SimulationError(f"clock passed max_time = {self.max_time:g} s")
+            finished, wakes, arrived = st.step(t)
+            # a time holding only stale completions (a re-rated job's earlier predicted
+            # end) changes nothing: no batch (the last batch's end checks saw this state)
+            if finished or wakes or arrived:
+                break
         self.t = t
-        self._done_before = st.done
-        finished, wakes, arrived = st.step(t)
+        self._done_before = st.done - finished
         self.event_count += finished + len(wakes) + arrived
         woke = bool(wakes)
         if woke and WAKE_PERIOD in wakes and (st.arrivals_left or len(st.queue) or st.running):
