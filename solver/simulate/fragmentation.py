@@ -11,6 +11,8 @@ vector pass when the run ends.
 
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
 
@@ -56,7 +58,8 @@ class FragmentationLog:
             return times, np.zeros(0)
         log = self.log
         # one conversion of the log (sample and server numbers are exact as floats)
-        table = np.array(log, dtype=float).reshape(-1, 5)
+        table = np.fromiter(chain.from_iterable(log), dtype=float,
+                            count=5 * len(log)).reshape(-1, 5)
         idx = table[:, 0].astype(np.int64)
         srv = table[:, 1].astype(np.int64)
         vals = table[:, 2:]
