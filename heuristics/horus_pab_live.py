@@ -213,7 +213,8 @@ def _first_fit_live(view: Any, memory: _Memory, blocked: set[int] | None = None
     if head is None:
         return None
     idle = view.idle_count
-    top = 0 if view.busy_at_full_memory() else idle  # leading entries: the idle GPUs
+    # the order's leading entries known to be the idle GPUs (none to know when none idle)
+    top = idle if idle and not view.busy_at_full_memory() else 0
     gpus = memory.gpus - len(blocked) if blocked else memory.gpus
     keys = None  # the order (without the blocked GPUs), read only when needed
     cap = memory.cap
