@@ -408,10 +408,11 @@ class _Engine:
         if woke and WAKE_PERIOD in wakes and (st.arrivals_left or len(st.queue) or st.running):
             st.wake(t + self.policy.interval, WAKE_PERIOD)
         self._changed = woke or bool(finished or arrived)
-        call = woke if self.policy.batch_only else self._changed
-        self._worth = self._due() if call else None
         if woke and WAKE_WATCH in wakes:  # the policy asked to look at its running jobs:
-            self._worth = True  # called even with no queue
+            self._worth = True  # called even with no queue (its start guard not asked)
+        else:
+            call = woke if self.policy.batch_only else self._changed
+            self._worth = self._due() if call else None
         return bool(self._worth)
 
     def end_batch(self) -> None:
