@@ -40,7 +40,7 @@ class _Memory:
     EPS and GPU count (``horus._plan``'s numbers, read for the whole workload once)."""
 
     __slots__ = ("probes", "requeued", "flags", "waiting", "record_of", "mem", "need",
-                 "shares", "no_gpus", "plain", "low_l", "need_l", "counts", "cap")
+                 "shares", "no_gpus", "plain", "low_l", "need_l", "counts", "cap", "gpus")
 
     def __init__(self, view: Any) -> None:
         self.probes: dict[str, list] = {}
@@ -63,6 +63,7 @@ class _Memory:
                       and bool((cap == cap[0]).all())
                       and bool((np.diff(c.gpu_node) >= 0).all()))
         self.cap = float(cap[0]) if len(cap) else 0.0
+        self.gpus = len(cap)
         if self.plain:
             self.record_of = {job.id: r for r, job in enumerate(view.workload_jobs)}
             self.low_l: list[float] = self.mem.tolist()
@@ -201,29 +202,34 @@ def _first_fit_live(view: Any, memory: _Memory, blocked: set[int] | None = None
     free memory, ties by index: ``_take``'s choice); a requeued job that waits finds them
     when ``num_gpus`` GPUs are idle and C is at least its share minus EPS (an idle GPU's
     free memory is C: its memory in use is reset to 0.0), and takes the idle GPUs of
-    lowest index (all tie at C). ``tests/test_horus_fast_paths.py`` compares it with
-    :func:`_first_fit` on random loads.
+    lowest index (all tie at C). While no busy GPU has C free
+    (``SimView.busy_at_full_memory``) the order starts with exactly the idle GPUs, by
+    index (the blocked GPUs are busy: not among them), so for ``num_gpus`` at most the
+    idle count the two cases take the same GPUs and the order is not read.
+    ``tests/test_horus_fast_paths.py`` compares it with :func:`_first_fit` on random
+    loads.
     """
     head = view.head()
     if head is None:
         return None
-    keys = view.free_memory_order()
-    gpus = len(keys)
-    if blocked:  # the order without them: its head, as far as a job can ask
-        gpus -= len(blocked)
-        keys = [k for k in keys[:memory.counts[-1] + len(blocked)] if k[1] not in blocked]
     idle = view.idle_count
+    # the order's leading entries known to be the idle GPUs (none to know when none idle)
+    top = idle if idle and not view.busy_at_full_memory() else 0
+    gpus = memory.gpus - len(blocked) if blocked else memory.gpus
+    keys = None  # the order (without the blocked GPUs), read only when needed
     cap = memory.cap
     waiting = memory.waiting
     need_l, low_l = memory.need_l, memory.low_l
     r = memory.record_of[head.id]  # the head first: most rounds place it (no queue array)
     n = need_l[r]
     if n <= gpus:
-        if waiting and r in waiting:
+        if waiting and r in waiting or n <= top:
             if n <= idle and cap >= low_l[r]:
                 return r, _lowest_idle(view, n)
-        elif -keys[n - 1][0] >= low_l[r]:
-            return r, [g for _, g in keys[:n]]
+        else:
+            keys = _order(view, memory, blocked)
+            if -keys[n - 1][0] >= low_l[r]:
+                return r, [g for _, g in keys[:n]]
     records = view.queue_records()
     if waiting and idle < memory.counts[0]:  # no requeued job finds idle GPUs: the others
         records = records[~memory.flags[records]]
@@ -232,17 +238,24 @@ def _first_fit_live(view: Any, memory: _Memory, blocked: set[int] | None = None
         n = need_l[r]
         if n > gpus:
             continue
-        if waiting and r in waiting:
+        if waiting and r in waiting or n <= top:
             if n <= idle and cap >= low_l[r]:
                 return r, _lowest_idle(view, n)
-        elif -keys[n - 1][0] >= low_l[r]:
-            return r, [g for _, g in keys[:n]]
+        else:
+            if keys is None:
+                keys = _order(view, memory, blocked)
+            if -keys[n - 1][0] >= low_l[r]:
+                return r, [g for _, g in keys[:n]]
     if len(records) <= _SCAN:
         return None
     rest = records[_SCAN:]
     lut = np.full(gpus + 2, -np.inf)  # entry n: the n-th largest free memory (-inf past)
     for n in memory.counts:
-        if n <= gpus and n <= len(keys):
+        if n <= top:
+            lut[n] = cap
+        elif n <= gpus:
+            if keys is None:
+                keys = _order(view, memory, blocked)
             lut[n] = -keys[n - 1][0]
     need = np.minimum(memory.need[rest], gpus + 1).astype(np.int64)
     low = memory.mem[rest]
@@ -253,9 +266,19 @@ def _first_fit_live(view: Any, memory: _Memory, blocked: set[int] | None = None
     if not ok[h]:
         return None
     r = int(rest[h])
-    if waiting and r in waiting:
-        return r, _lowest_idle(view, need_l[r])
-    return r, [g for _, g in keys[:need_l[r]]]
+    n = need_l[r]
+    if waiting and r in waiting or n <= top:
+        return r, _lowest_idle(view, n)
+    return r, [g for _, g in keys[:n]]  # type: ignore[index]
+
+
+def _order(view: Any, memory: _Memory, blocked: set[int] | None
+           ) -> list[tuple[float, int]]:
+    """The free-memory order without the ``blocked`` GPUs, as far as a job can ask."""
+    keys = view.free_memory_order()
+    if not blocked:
+        return keys
+    return [k for k in keys[:memory.counts[-1] + len(blocked)] if k[1] not in blocked]
 
 
 def _lowest_idle(view: Any, n: int) -> list[int]:
@@ -348,6 +371,6 @@ def can_start(view: Any, *, policy_state: _Memory | None = None, serial: bool = 
     """
     if policy_state is None or not serial or not policy_state.probes:
         return True
-    t = view.time
-    return any(p[0] <= t + EPS for p in policy_state.probes.values())
+    t = view.time + EPS
+    return any(p[0] <= t for p in policy_state.probes.values())
 

@@ -29,7 +29,7 @@ def judge(probes: dict[str, list], t: float, factor: Callable[[str], float | Non
     the speeds before its placement], changed in place); the jobs to requeue, by id.
     ``factor(job id)``: a running job's rate factor (None: not running)."""
     requeue: list[str] = []
-    for job_id in sorted(probes):
+    for job_id in sorted(probes) if len(probes) > 1 else list(probes):
         check_at, before = probes[job_id]
         if check_at > t + EPS:
             continue
@@ -37,10 +37,14 @@ def judge(probes: dict[str, list], t: float, factor: Callable[[str], float | Non
         mine = factor(job_id)
         if mine is None:
             continue  # finished during its warm-up
-        if mine <= threshold * 1.0 + EPS or any(
-                (f := factor(other)) is not None and f <= threshold * was + EPS
-                for other, was in before.items()):
+        if mine <= threshold * 1.0 + EPS:
             requeue.append(job_id)
+            continue
+        for other, was in before.items():
+            f = factor(other)
+            if f is not None and f <= threshold * was + EPS:
+                requeue.append(job_id)
+                break
     return requeue
 
 

@@ -48,6 +48,10 @@ class _View:
     def free_memory_order(self):
         return self._keys
 
+    def busy_at_full_memory(self):
+        cap = self.cluster.gpu_mem_gb
+        return int(np.count_nonzero(self._busy & (cap - self._mem >= cap)))
+
     def idle_lists(self):
         return self._idle
 

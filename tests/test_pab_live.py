@@ -144,3 +144,50 @@ def test_the_serial_round_equals_the_walk(seed):
     want, _ = place(state, jobs, columns, waiting, True, lambda job_id: None,
                     lambda: (lambda gpu: []), blocked)
     assert (got is None and want == []) or [got] == want
+
+
+def _zero_memory_workload(seed: int) -> Instance:
+    """``workload`` with every fourth job holding no GPU memory: busy GPUs then show
+    their whole memory free (``SimView.busy_at_full_memory`` counts them)."""
+    w = workload(seed, n=90, nodes=2, per=4)
+    jobs = tuple(job if i % 4 else job.replace(gpu_mem_gb=0.0)
+                 for i, job in enumerate(w.jobs))
+    return w.replace(jobs=jobs)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_the_live_reads_pab_relies_on_equal_a_recount(seed):
+    """At every batch of a co-locating PAB run (re-rates, requeues, jobs holding no
+    memory): the busy GPUs at full free memory and the free-memory order (read at some
+    batches only, so the log spans several) equal a count and a sort of the live lists;
+    each GPU's predicted end is the latest of its jobs'; and no batch is without an
+    event (times holding only stale completions are passed over)."""
+    w = _zero_memory_workload(seed)
+    eng = _Engine(w, Policy("pab"), LINEAR.bind(w), False, True, None, None)
+    st = eng.state
+    cap = st.mem_cap
+    batches, full_seen, orders, shared = 0, 0, 0, 0
+    while True:
+        events = eng.event_count
+        due = eng.next_batch()
+        if due is None:
+            break
+        assert eng.event_count > events
+        if due:
+            eng._decide(eng.t)
+        eng.end_batch()
+        batches += 1
+        view = eng.view()
+        free = [cap[g] - st.mem[g] for g in range(st.num_gpus)]
+        full = sum(1 for g in range(st.num_gpus) if st.jobs_on[g] and free[g] >= cap[g])
+        assert view.busy_at_full_memory() == full
+        full_seen += full > 0
+        if batches % 3 == 0:
+            assert list(view.free_memory_order()) == sorted((-f, g) for g, f in enumerate(free))
+            orders += 1
+        for g in range(st.num_gpus):
+            ends = [st.records[i].pred_end for i in st.on_gpu[g]]
+            assert st.gpu_end[g] == (max(ends) if ends else 0.0)
+            shared += len(ends) > 1
+    run = eng.result()
+    assert run.requeues > 0 and full_seen > 0 and orders > 20 and shared > 0

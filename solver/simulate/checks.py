@@ -290,17 +290,24 @@ def check_schedule(records: list[Any], cluster: Cluster, exclusive: bool) -> lis
         g_mem.append(np.repeat([ran[i].job.gpu_mem_gb or 0.0 for i in plain], lens))
         cpu = np.repeat([ran[i].job.cpu_per_gpu for i in plain], lens)
         ram = np.repeat([ran[i].job.ram_gb_per_gpu for i in plain], lens)
-        for i, a_start, a_end, a_gpus in tried:
-            job, k = ran[i].job, len(a_gpus)
-            keys = np.concatenate([keys, a_gpus])
-            s_rep = np.concatenate([s_rep, np.full(k, a_start)])
-            e_rep = np.concatenate([e_rep, np.full(k, a_end)])
-            g_key.append(a_gpus)
-            g_s.append(np.full(k, a_start))
-            g_e.append(np.full(k, a_end))
-            g_mem.append(np.full(k, job.gpu_mem_gb or 0.0))
-            cpu = np.concatenate([cpu, np.full(k, job.cpu_per_gpu)])
-            ram = np.concatenate([ram, np.full(k, job.ram_gb_per_gpu)])
+        if tried:  # the attempts as further entries, in turn (one concatenation)
+            t_lens = np.array([len(a_gpus) for _, _, _, a_gpus in tried])
+            t_jobs = [ran[i].job for i, _, _, _ in tried]
+            t_keys = np.concatenate([a_gpus for _, _, _, a_gpus in tried])
+            t_s = np.repeat(np.array([a_start for _, a_start, _, _ in tried], dtype=float),
+                            t_lens)
+            t_e = np.repeat(np.array([a_end for _, _, a_end, _ in tried], dtype=float),
+                            t_lens)
+            keys = np.concatenate([keys, t_keys])
+            s_rep = np.concatenate([s_rep, t_s])
+            e_rep = np.concatenate([e_rep, t_e])
+            g_key.append(t_keys)
+            g_s.append(t_s)
+            g_e.append(t_e)
+            g_mem.append(np.repeat([job.gpu_mem_gb or 0.0 for job in t_jobs], t_lens))
+            cpu = np.concatenate([cpu, np.repeat([job.cpu_per_gpu for job in t_jobs], t_lens)])
+            ram = np.concatenate([ram, np.repeat([job.ram_gb_per_gpu for job in t_jobs],
+                                                 t_lens)])
         if cpu.any() or ram.any():
             n_key.append(cluster.gpu_node[keys])
             n_s.append(s_rep)

@@ -390,23 +390,29 @@ class _Engine:
         it can start something).
         """
         st = self.state
-        t = st.next_time()
-        if t is None:
-            return None
-        if self.max_time is not None and t > self.max_time:
-            raise SimulationError(f"clock passed max_time = {self.max_time:g} s")
+        while True:
+            t = st.next_time()
+            if t is None:
+                return None
+            if self.max_time is not None and t > self.max_time:
+                raise SimulationError(f"clock passed max_time = {self.max_time:g} s")
+            finished, wakes, arrived = st.step(t)
+            # a time holding only stale completions (a re-rated job's earlier predicted
+            # end) changes nothing: no batch (the last batch's end checks saw this state)
+            if finished or wakes or arrived:
+                break
         self.t = t
-        self._done_before = st.done
-        finished, wakes, arrived = st.step(t)
+        self._done_before = st.done - finished
         self.event_count += finished + len(wakes) + arrived
         woke = bool(wakes)
         if woke and WAKE_PERIOD in wakes and (st.arrivals_left or len(st.queue) or st.running):
             st.wake(t + self.policy.interval, WAKE_PERIOD)
         self._changed = woke or bool(finished or arrived)
-        call = woke if self.policy.batch_only else self._changed
-        self._worth = self._due() if call else None
         if woke and WAKE_WATCH in wakes:  # the policy asked to look at its running jobs:
-            self._worth = True  # called even with no queue
+            self._worth = True  # called even with no queue (its start guard not asked)
+        else:
+            call = woke if self.policy.batch_only else self._changed
+            self._worth = self._due() if call else None
         return bool(self._worth)
 
     def end_batch(self) -> None:

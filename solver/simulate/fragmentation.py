@@ -11,6 +11,8 @@ vector pass when the run ends.
 
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
 
@@ -55,9 +57,12 @@ class FragmentationLog:
         if not len(times):
             return times, np.zeros(0)
         log = self.log
-        idx = np.array([e[0] for e in log], dtype=np.int64)
-        srv = np.array([e[1] for e in log], dtype=np.int64)
-        vals = np.array([e[2:] for e in log], dtype=float).reshape(-1, 3)
+        # one conversion of the log (sample and server numbers are exact as floats)
+        table = np.fromiter(chain.from_iterable(log), dtype=float,
+                            count=5 * len(log)).reshape(-1, 5)
+        idx = table[:, 0].astype(np.int64)
+        srv = table[:, 1].astype(np.int64)
+        vals = table[:, 2:]
         n = self.servers
         state = np.zeros((3, n))
         state[2] = 1.0  # (w, m, q) of an idle server

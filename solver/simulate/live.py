@@ -18,7 +18,8 @@ through ``dlsched.simulate.view``, checks read its loads. It holds:
   memory (GB) and predicted end of its latest job; per server the CPU and RAM in use, its
   idle GPUs (sorted, cluster order), an index of servers by idle-GPU count;
 * once a policy asks for the GPUs' free-memory order (``free_order``), a log of the GPUs
-  whose memory in use changed (``mem_log``), from which that order is patched;
+  whose memory in use or job count changed (``mem_log``), from which that order is
+  patched;
 * what the run records: the event list, the busy-GPU series and the fragmentation log
   (``fragmentation.FragmentationLog``: a server's moments are recomputed only when one of
   its GPUs changed).
@@ -341,7 +342,31 @@ class LiveState(GpuLoads):
         if self.exclusive:
             self._set_ends(rec.gpu_list, end)
         else:
-            self._latest_ends(rec.gpu_list)
+            self._later_end(rec.gpu_list, end)
+
+    def _later_end(self, gpus: Sequence[int], end: float) -> None:
+        """:meth:`_latest_ends` after the end of one job on ``gpus`` became ``end``.
+
+        At every call each GPU's recorded end is at least the predicted end of every
+        other job on it (it is exact after each start, re-rate and finish; within one,
+        a leaving job's end or a starting job's stale one can only leave it higher), so
+        an ``end`` at least the recorded one is the latest; otherwise the jobs on the GPU
+        are read. Each start and finish ends exact, as with :meth:`_latest_ends` alone."""
+        gpu_end, node_of, dirty = self.gpu_end, self.gpu_node, self._dirty
+        if len(gpus) == 1:
+            g = gpus[0]
+            if end >= gpu_end[g]:
+                gpu_end[g] = end
+                dirty.add(node_of[g])
+            else:
+                self._latest_ends(gpus)
+            return
+        for g in gpus:
+            if end >= gpu_end[g]:
+                gpu_end[g] = end
+                dirty.add(node_of[g])
+            else:
+                self._latest_ends((g,))
 
     def _latest_ends(self, gpus: Sequence[int]) -> None:
         """Each of ``gpus``' predicted end: the latest of the jobs on it (0 when idle)."""

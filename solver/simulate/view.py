@@ -366,6 +366,16 @@ class SimView:
             order = FreeMemoryOrder(self._state)
         return order.keys()
 
+    def busy_at_full_memory(self) -> int:
+        """How many busy GPUs have free memory at least their capacity (a job holding no
+        memory, or a float residue): normally 0. Then, when every GPU holds the same
+        memory, :meth:`free_memory_order` starts with exactly the idle GPUs, by index
+        (``free_order.FreeMemoryOrder``; asking this does not patch that order)."""
+        order = self._state.free_order
+        if order is None:
+            order = FreeMemoryOrder(self._state)
+        return order.busy_at_full_memory()
+
     @property
     def queue_in_arrival_order(self) -> bool:
         """The queue order is (submit time, queue position) order (a requeue can break
