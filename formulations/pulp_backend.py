@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pulp
 
+from dlsched.interrupt import stopping_on_interrupt
 from dlsched.result import ModelSize, Status
 
 from .backend import PULP_BACKENDS, Deadline, LinearModel, SolverParams, SolveRun, Terms
@@ -347,7 +348,12 @@ class _SCIP(pulp.SCIP_PY):
         left = self.params.seconds_left()
         if left is not None:
             lp.solverModel.setParam("limits/time", float(left))
-        lp.solverModel.optimize()
+        # Python's SIGINT handler stays (SCIP's own would turn a Ctrl-C into an ordinary
+        # result), and the solve runs without the interpreter's lock, so that a Ctrl-C
+        # stops the search at once (interrupt.stopping_on_interrupt), not at its time limit
+        lp.solverModel.setParam("misc/catchctrlc", False)
+        with stopping_on_interrupt(lp.solverModel.interruptSolve):
+            lp.solverModel.optimizeNogil()
 
 
 def _run_scip(prob: pulp.LpProblem, params: SolverParams, warm: bool

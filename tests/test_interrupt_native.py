@@ -1,4 +1,4 @@
-"""Ctrl-C and a CP-SAT search in this process.
+"""Ctrl-C and a CP-SAT or SCIP search in this process.
 
 CP-SAT installs a SIGINT handler of its own for each solve unless told not to
 (``catch_sigint_signal``): a Ctrl-C during the search then became an ordinary "feasible"
@@ -84,3 +84,19 @@ def test_the_watcher_leaves_another_wakeup_fd_alone_and_calls_nothing_without_si
         signal.set_wakeup_fd(previous)
         os.close(read_end)
         os.close(write_end)
+
+
+def test_a_ctrl_c_during_a_scip_search_stops_it_and_raises():
+    # SCIP (in this process, without the interpreter's lock) on the same snapshot: SCIP's
+    # own Ctrl-C handler made this a "feasible" result, and with the lock held the
+    # Ctrl-C waited for the time limit
+    instance = generate_horus(seed=0, nodes=16, beta=15, busy=0.9)
+    start = time.monotonic()
+    timer = _ctrl_c_to_this_thread(0.3)
+    with pytest.raises(KeyboardInterrupt):
+        solve(instance, "exact", backend="scip", time_limit=60, form="pairs")
+        time.sleep(60)  # proven before the Ctrl-C came: it is raised here instead
+    timer.join()
+    assert time.monotonic() - start < 30
+    after = solve(generate_horus(seed=1, nodes=4), "exact", backend="scip")
+    assert after.status is Status.OPTIMAL  # the next solve is not interrupted
