@@ -17,7 +17,10 @@ the soft limit's SIGXCPU and the hard limit's SIGKILL, which read the same clock
 A timer on ``CLOCK_PROCESS_CPUTIME_ID`` is compared with the scheduler's exact run time
 instead, so it fires within a few ticks of the cap however the CPU is shared. :func:`arm`
 sets one to send SIGXCPU (the signal ``RLIMIT_CPU`` sends, which callers already read as
-"CPU limit") and a second one, a CPU-second later, to send SIGKILL. Callers keep
+"CPU limit") and a second one, a CPU-second later, to send SIGKILL. The kernel notices
+an expired timer at a timer tick that finds the process running, so on a loaded machine
+it may notice both at once and the process ends by SIGKILL: the bench runner reads a
+SIGKILL with the CPU used at the cap as the CPU limit too. Callers keep
 ``RLIMIT_CPU`` as well: POSIX timers are not inherited by ``fork`` and end at ``exec``, so a
 solver run as its own process (CBC) has only the inherited rlimit.
 """
