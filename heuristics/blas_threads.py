@@ -22,7 +22,7 @@ import numpy as np
 
 
 @cache
-def _set_local():
+def local_thread_setter():
     """OpenBLAS's ``openblas_set_num_threads_local`` (returns the previous count), or None."""
     libs = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs")
     for path in sorted(glob.glob(os.path.join(libs, "libscipy_openblas*.so*"))):
@@ -38,7 +38,7 @@ def _set_local():
 @contextmanager
 def one_blas_thread() -> Iterator[None]:
     """Run the block with one OpenBLAS thread for this thread (then restore the count)."""
-    fn = _set_local()
+    fn = local_thread_setter()
     if fn is None:
         yield
         return

@@ -29,7 +29,7 @@ def judge(probes: dict[str, list], t: float, factor: Callable[[str], float | Non
     the speeds before its placement], changed in place); the jobs to requeue, by id.
     ``factor(job id)``: a running job's rate factor (None: not running)."""
     requeue: list[str] = []
-    for job_id in sorted(probes) if len(probes) > 1 else list(probes):
+    for job_id in sorted(probes):
         check_at, before = probes[job_id]
         if check_at > t + EPS:
             continue

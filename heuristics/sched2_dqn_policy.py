@@ -29,7 +29,7 @@ import numpy as np
 from dlsched.decision import Decision, Placement
 from dlsched.errors import InputError
 from dlsched.files import unique_keys
-from dlsched.heuristics.blas_threads import _set_local, one_blas_thread
+from dlsched.heuristics.blas_threads import local_thread_setter, one_blas_thread
 from dlsched.heuristics.sched2 import ServerRoom
 from dlsched.heuristics.sched2_live import JobArrays
 from dlsched.heuristics.sched2_priority import (
@@ -366,7 +366,7 @@ def dqn_live(view, *, policy_state=None):
         network, window = load_network(shipped_weights())
         policy_state = (LiveQ(view, network), window)
     live, window = policy_state
-    threads = _set_local() if view.queue_length() >= THREADED_ROWS else None
+    threads = local_thread_setter() if view.queue_length() >= THREADED_ROWS else None
     if threads is None:
         placed = _picks(view, live, window)
     else:  # :func:`.blas_threads.one_blas_thread`, without a context manager per call

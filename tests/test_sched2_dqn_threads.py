@@ -8,14 +8,14 @@ import dataclasses
 
 import dlsched.heuristics.sched2_dqn_policy as policy
 from dlsched import state
-from dlsched.heuristics.blas_threads import _set_local
+from dlsched.heuristics.blas_threads import local_thread_setter
 from dlsched.instances.sched2_gen import generate_sched2
 from dlsched.simulate import Policy, simulate
 
 
 def _thread_count() -> int | None:
     """OpenBLAS's count for this thread (None: numpy's BLAS is not the bundled OpenBLAS)."""
-    fn = _set_local()
+    fn = local_thread_setter()
     if fn is None:
         return None
     count = fn(1)

@@ -353,14 +353,6 @@ class LiveState(GpuLoads):
         an ``end`` at least the recorded one is the latest; otherwise the jobs on the GPU
         are read. Each start and finish ends exact, as with :meth:`_latest_ends` alone."""
         gpu_end, node_of, dirty = self.gpu_end, self.gpu_node, self._dirty
-        if len(gpus) == 1:
-            g = gpus[0]
-            if end >= gpu_end[g]:
-                gpu_end[g] = end
-                dirty.add(node_of[g])
-            else:
-                self._latest_ends(gpus)
-            return
         for g in gpus:
             if end >= gpu_end[g]:
                 gpu_end[g] = end

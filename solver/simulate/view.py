@@ -361,20 +361,19 @@ class SimView:
         """Entries ``(-free memory, GPU index)`` of every GPU, ascending: most free memory
         first, ties by index (``free_order.FreeMemoryOrder``: kept up to date from the
         first call on; read it, do not change it or hold it across calls)."""
-        order = self._state.free_order
-        if order is None:
-            order = FreeMemoryOrder(self._state)
-        return order.keys()
+        return self._free_order().keys()
 
     def busy_at_full_memory(self) -> int:
         """How many busy GPUs have free memory at least their capacity (a job holding no
         memory, or a float residue): normally 0. Then, when every GPU holds the same
         memory, :meth:`free_memory_order` starts with exactly the idle GPUs, by index
         (``free_order.FreeMemoryOrder``; asking this does not patch that order)."""
+        return self._free_order().busy_at_full_memory()
+
+    def _free_order(self) -> FreeMemoryOrder:
+        """The state's free-memory order, built on the first request."""
         order = self._state.free_order
-        if order is None:
-            order = FreeMemoryOrder(self._state)
-        return order.busy_at_full_memory()
+        return FreeMemoryOrder(self._state) if order is None else order
 
     @property
     def queue_in_arrival_order(self) -> bool:
