@@ -1,13 +1,17 @@
-"""Shared fixtures: every test taking ``backend`` runs on each exact backend."""
+"""Shared fixtures: every test taking ``backend`` runs on each exact backend; ``fresh`` is
+what one fresh interpreter saw (tests/fresh_interpreter.py)."""
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
+import fresh_interpreter
 import pytest
 
 ALL_BACKENDS = ("cbc", "highs", "scip", "cpsat")
@@ -34,6 +38,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("backend", chosen)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # the `torch` tests first (a stable sort): xdist's worksteal hands each worker a
+    # contiguous share of this order and steals from a share's end
+    items.sort(key=lambda item: item.get_closest_marker("torch") is None)
+
+
 def readable_dir() -> Path:
     """A fresh folder in the system's temporary folder that every user may read (0755).
 
@@ -51,3 +61,18 @@ def entrant_dir():
     path = readable_dir()
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def fresh(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> dict:
+    """What a fresh interpreter saw at each step of tests/fresh_interpreter.py, run once
+    per test session (~1.6 CPU-s): with ``-n``, the first worker to ask runs it and leaves
+    the answer, under a lock, in the folder the workers' temporary folders share."""
+    if worker_id == "master":
+        return fresh_interpreter.run()
+    answer = tmp_path_factory.getbasetemp().parent / "fresh-interpreter.json"
+    with open(answer.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not answer.exists():
+            answer.write_text(json.dumps(fresh_interpreter.run()), encoding="utf-8")
+        return json.loads(answer.read_text(encoding="utf-8"))

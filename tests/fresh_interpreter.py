@@ -15,7 +15,8 @@ one's question:
 4. ortools, highspy and pyscipopt used side by side, in that order of first import;
 5. every module of the three provider packages imported: the registrations noted.
 
-:func:`fresh` runs it once per test process and returns what each step saw.
+:func:`run` runs it and returns what each step saw; the ``fresh`` fixture
+(tests/conftest.py) runs it once per test session and hands its answer to every test.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from functools import cache
 
 HEAVY = ("ortools", "pulp", "highspy", "pyscipopt", "torch", "pandas", "matplotlib", "scipy",
          "pyarrow")
@@ -101,10 +101,9 @@ print(json.dumps(out))
 """
 
 
-@cache
-def fresh() -> dict:
-    """What the fresh interpreter saw at each step (:data:`CODE`); one run per process."""
-    run = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True,
-                         check=False)
-    assert run.returncode == 0, run.stderr[-4000:]
-    return json.loads(run.stdout)
+def run() -> dict:
+    """What a fresh interpreter saw at each step of :data:`CODE`."""
+    done = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout)

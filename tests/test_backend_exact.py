@@ -9,7 +9,6 @@ import time
 import pulp
 import pytest
 from fake_clock import FakeClock, install
-from fresh_interpreter import fresh
 
 from dlsched import Status, solve, validate
 from dlsched.formulations.backend import BACKENDS, Deadline, SolverParams, TimeUp
@@ -20,11 +19,11 @@ from dlsched.instances.liquid_gen import generate_liquid
 from dlsched.registry import get_method
 
 
-def test_solvers_import_side_by_side():
+def test_solvers_import_side_by_side(fresh):
     """ortools 9.15, highspy 1.14 and pyscipopt 6.3 load (in that order) and solve in one
     process: a fresh interpreter's (tests/fresh_interpreter.py, shared with four other
     files; the three tiny models are solved there, it fails on any wrong answer)."""
-    assert fresh()["solver_versions"] == ["6.3.0", "1.14.0"]
+    assert fresh["solver_versions"] == ["6.3.0", "1.14.0"]
 
 
 def _knapsack(backend: str):

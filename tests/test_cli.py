@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-from fresh_interpreter import fresh
 
 import dlsched
 from dlsched.cli import main
@@ -159,11 +158,11 @@ def test_an_unexpected_exception_is_one_line_exit_3(monkeypatch, capsys):
     assert "(please report" in err
 
 
-def test_generate_help_in_a_fresh_process():
+def test_generate_help_in_a_fresh_process(fresh):
     # a fresh interpreter's `dlsched generate --help` through main() (no generator module
     # loaded before the command line's own import): tests/fresh_interpreter.py, whose one
     # run serves four files; the real process of `python -m dlsched.cli` is the test above
-    seen = fresh()
+    seen = fresh
     assert seen["generators_loaded_before_cli"] == []
     code, text = seen["generate_help"]
     assert code == 0

@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import pytest
-from fresh_interpreter import fresh
 from quick_cut import QUICK_TWO, quick_cut
 
 from dlsched import interrupt
@@ -60,10 +59,10 @@ def test_ctrl_c_during_a_benchmark(tmp_path):
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
-def test_a_library_import_leaves_sigint_alone():
+def test_a_library_import_leaves_sigint_alone(fresh):
     # a fresh interpreter's `import signal, dlsched` (tests/fresh_interpreter.py, whose one
     # run serves four other files too)
-    assert fresh()["sigint_default"] is True
+    assert fresh["sigint_default"] is True
 
 
 def test_a_ctrl_c_while_held_is_raised_at_release_not_before():

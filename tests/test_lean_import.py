@@ -7,15 +7,7 @@ run."""
 
 from __future__ import annotations
 
-import pytest
 from fresh_interpreter import FACE
-from fresh_interpreter import fresh as _fresh
-
-
-@pytest.fixture(scope="module")
-def fresh() -> dict:
-    """What the fresh interpreter saw at each step (tests/fresh_interpreter.py)."""
-    return _fresh()
 
 
 def test_import_leaves_the_heavy_libraries_out_and_solve_imports_them_on_demand(fresh):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 
 import pytest
-from fresh_interpreter import fresh
 
 from dlsched import registry
 from dlsched.errors import InputError
@@ -21,11 +20,11 @@ from dlsched.registry import (
 
 
 @pytest.fixture(scope="module")
-def registered() -> dict:
+def registered(fresh: dict) -> dict:
     """Which module calls each register function, noted in a fresh interpreter from before
     any provider module loads, then every module of the three provider packages imported
     (tests/fresh_interpreter.py, whose one run serves four other files too)."""
-    return fresh()["registered"]
+    return fresh["registered"]
 
 
 @pytest.mark.parametrize("kind", ["method", "generator"])

@@ -12,6 +12,7 @@ import pytest
 # torch (1.8 CPU-s to import, 1.5 more at the first training) is imported by the tests
 # that train or run the torch network, not when the suite is collected
 gym = pytest.importorskip("gymnasium")
+pytestmark = pytest.mark.torch
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 from safetensors.numpy import load_file  # noqa: E402

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-torch = pytest.importorskip("torch")
-
-from torch import nn  # noqa: E402
-
-from dlsched.rl.torch_adam import Adam  # noqa: E402
+pytestmark = pytest.mark.torch
 
 
-def _train(make_optimizer, steps: int = 200) -> list:
+@pytest.fixture(scope="module")
+def torch():
+    """torch, imported by the tests that run, not when the suite is collected."""
+    return pytest.importorskip("torch")
+
+
+def _train(torch, make_optimizer, steps: int = 200) -> list:
+    nn = torch.nn
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(7, 16), nn.ReLU(), nn.Linear(16, 1))
     opt = make_optimizer(net.parameters())
@@ -26,16 +29,20 @@ def _train(make_optimizer, steps: int = 200) -> list:
     return [p.detach().clone() for p in net.parameters()]
 
 
-def test_the_parameters_are_torch_adams_bit_for_bit():
+def test_the_parameters_are_torch_adams_bit_for_bit(torch):
+    from dlsched.rl.torch_adam import Adam
+
     lr = 3e-4  # the deep-Q network's (docs/rl.md)
-    ours = _train(lambda params: Adam(params, lr=lr))
-    theirs = _train(lambda params: torch.optim.Adam(params, lr=lr))
+    ours = _train(torch, lambda params: Adam(params, lr=lr))
+    theirs = _train(torch, lambda params: torch.optim.Adam(params, lr=lr))
     assert all(torch.equal(a, b) for a, b in zip(ours, theirs, strict=True))
-    start = _train(lambda params: Adam(params, lr=lr), steps=0)
+    start = _train(torch, lambda params: Adam(params, lr=lr), steps=0)
     assert not all(torch.equal(a, b) for a, b in zip(ours, start, strict=True))  # it trained
 
 
-def test_a_parameter_without_a_gradient_is_left_alone():
+def test_a_parameter_without_a_gradient_is_left_alone(torch):
+    from dlsched.rl.torch_adam import Adam
+
     used, unused = torch.ones(3, requires_grad=True), torch.ones(2, requires_grad=True)
     opt = Adam([used, unused], lr=0.1)
     (used * torch.tensor([1.0, -2.0, 0.0])).sum().backward()
