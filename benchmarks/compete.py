@@ -3,7 +3,7 @@
 An entrant is an external command (any language) with placeholders ``{instance}``,
 ``{solution}``, ``{time_limit}`` and ``{seed}``, or a Python callable ``module:function``
 (``instance -> Decision``, or anything with a ``.decision``) that runs in a subprocess
-(``python -m dlsched.benchmarks.compete --call ...``) so it can be killed like any command.
+(``python -m dlsched.benchmarks.call_entrant ...``) so it can be killed like any command.
 
 Per instance: the instance is written as plain JSON to a fresh directory, the command
 starts in its own session with resource limits (address space ``--memory-limit``, CPU
@@ -30,10 +30,7 @@ published in docs/competition.md:
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import importlib
-import inspect
 import math
 import os
 import re
@@ -54,9 +51,8 @@ from dlsched.decision import Decision
 from dlsched.errors import InputError
 from dlsched.files import atomic_path, locked, write_bytes, write_text
 from dlsched.instance import Instance
-from dlsched.instance_io import load_instance
 from dlsched.problems import get_problem
-from dlsched.solution_io import load_solution, save_solution
+from dlsched.solution_io import load_solution
 from dlsched.validate import validate
 
 from .html_report import compete_page
@@ -110,7 +106,7 @@ def parse_entrant(solver: str, name: str | None = None) -> Entrant:
     InputError listing the valid ones; ``{{`` and ``}}`` stand for literal braces.
     """
     if re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", solver.strip()):
-        argv = (sys.executable, "-m", "dlsched.benchmarks.compete", "--call", solver.strip(),
+        argv = (sys.executable, "-m", "dlsched.benchmarks.call_entrant", "--call", solver.strip(),
                 "{instance}", "{solution}", "{time_limit}", "{seed}")
         return Entrant(name or solver.strip(), solver, argv, pythonpath=os.getcwd())
     try:
@@ -452,33 +448,3 @@ def leaderboard_markdown(board: pd.DataFrame, suite: str, time_limit: float) -> 
             "Score per instance: clip(1 − gap to the best known objective, 0, 1); 0 for "
             "invalid, missing, timeout or crash (docs/competition.md).\n\n"
             + frame_table(board, ".4f") + "\n")
-
-
-# ---------------------------------------------------------------------- callable entrants
-def _call_main(argv: list[str]) -> int:
-    """``python -m dlsched.benchmarks.compete --call module:function INSTANCE SOLUTION LIMIT SEED``.
-    """
-    parser = argparse.ArgumentParser(prog="python -m dlsched.benchmarks.compete")
-    parser.add_argument("--call", required=True)
-    parser.add_argument("instance")
-    parser.add_argument("solution")
-    parser.add_argument("time_limit", type=float)
-    parser.add_argument("seed", type=int, nargs="?", default=0)
-    args = parser.parse_args(argv)
-    module_name, _, func_name = args.call.partition(":")
-    func = getattr(importlib.import_module(module_name), func_name)
-    instance = load_instance(args.instance)
-    params = inspect.signature(func).parameters
-    kwargs = {k: v for k, v in (("time_limit", args.time_limit), ("seed", args.seed))
-              if k in params}
-    out = func(instance, **kwargs)
-    decision = out if isinstance(out, Decision) else getattr(out, "decision", None)
-    if decision is None:
-        print(f"{args.call} returned no decision", file=sys.stderr)
-        return 3
-    save_solution(instance, decision, args.solution, method=args.call)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_call_main(sys.argv[1:]))
