@@ -134,6 +134,7 @@ def test_bad_solvers_score_zero_with_reasons(suite, scripts, tmp_path):
     assert waits["score"].tolist() == pytest.approx(expected)
     assert all(0 < s < 1 for s in expected)
     assert board.iloc[0]["entrant"] == "waits" and board.iloc[0]["valid"] == 2
+    assert board.set_index("entrant").loc["crash", "failures"] == "crash 2"  # both instances
     assert (tmp_path / "leaderboard.md").read_text().count("|") > 10
     page = (tmp_path / "index.html").read_text(encoding="utf-8")  # plots=False: no images
     assert "data:image/png" not in page and "Profiles not drawn (--no-plots)." in page
@@ -239,7 +240,10 @@ def test_the_docs_commands_run_from_the_repository_root_with_the_default_output(
 
 
 def test_a_competition_where_every_entrant_fails_exits_non_zero(tmp_path, monkeypatch, capsys):
-    quick_cut(tmp_path / "lib")  # the quick suite cut to two instances: two runs, not 16
+    # the quick suite cut to one instance: one failing run, not 16 (that an entrant's
+    # failures on several instances are counted together: test_bad_solvers_score_zero_with_
+    # reasons)
+    quick_cut(tmp_path / "lib", QUICK_TWO[:1])
     code, err = _as_a_user(["compete", "--suite", "quick", "--library", str(tmp_path / "lib"),
                             "--no-progress", "--no-plots", "--output", "out",
                             "--solver", "./no-such-solver {instance} {solution}"], tmp_path,
@@ -247,4 +251,4 @@ def test_a_competition_where_every_entrant_fails_exits_non_zero(tmp_path, monkey
     assert code == 1
     assert "no entrant wrote a valid solution" in err
     board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
-    assert board["valid"].tolist() == [0] and "crash 2" in board["failures"].iloc[0]
+    assert board["valid"].tolist() == [0] and "crash 1" in board["failures"].iloc[0]
