@@ -25,7 +25,8 @@ from dlsched.cli import main
 PY = sys.executable
 
 # each script: argv = instance path, solution path. Shell scripts (no interpreter to
-# start, a few ms each) except where reading the instance's JSON needs Python; the
+# start, a few ms each) except where reading the instance's JSON needs Python (run with
+# -S: no site, the standard library is enough); the
 # instance file is written by pretty_json, its top-level "sha256" on a line of its own
 SHA = r"""sha=$(sed -n 's/^  "sha256": "\([0-9a-f]*\)".*/\1/p' "$1")"""
 SCRIPTS = {
@@ -99,7 +100,7 @@ IGNORING_SIGTERM = """/bin/sh -c 'trap "" TERM; exec "$0" "$@"'"""
 
 def test_bad_solvers_score_zero_with_reasons(suite, scripts, tmp_path):
     entrants = [parse_entrant(f"{IGNORING_SIGTERM if name == 'stubborn' else ''} "
-                              f"{PY if path.suffix == '.py' else '/bin/sh'} {path} "
+                              f"{PY + ' -S' if path.suffix == '.py' else '/bin/sh'} {path} "
                               "{instance} {solution}", name)
                 for name, path in scripts.items()]
     slow = [e for e in entrants if e.name in ("sleeps", "stubborn")]

@@ -199,10 +199,12 @@ def hostile_runs(suite, tmp_path_factory):
             names = ([n for n in HOSTILE if n not in NEVER_ENDS] if group == "ends"
                      else [group])
             entrants = []
+            # python -S: no site (the scripts use the standard library only), ~20 ms less
+            # of start-up for each of the 13 entrants
             for name in names:
                 script = _script(folder, name, HOSTILE[name][0])
                 wrap = IGNORING_SIGTERM if name in NEVER_ENDS else ""
-                entrants.append(parse_entrant(f"{wrap} {PY} {script} {{instance}} {{solution}}"
+                entrants.append(parse_entrant(f"{wrap} {PY} -S {script} {{instance}} {{solution}}"
                                               f"{ARGS.get(name, '')}", name))
             compete(suite, entrants, out / group, time_limit=limit, grace=grace,
                     progress=False, limits=LIMITS, plots=False)
