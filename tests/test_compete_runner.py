@@ -25,7 +25,8 @@ from dlsched.cli import main
 PY = sys.executable
 
 # each script: argv = instance path, solution path. Shell scripts (no interpreter to
-# start, a few ms each) except where reading the instance's JSON needs Python; the
+# start, a few ms each) except where reading the instance's JSON needs Python (run with
+# -S: no site, the standard library is enough); the
 # instance file is written by pretty_json, its top-level "sha256" on a line of its own
 SHA = r"""sha=$(sed -n 's/^  "sha256": "\([0-9a-f]*\)".*/\1/p' "$1")"""
 SCRIPTS = {
@@ -99,7 +100,7 @@ IGNORING_SIGTERM = """/bin/sh -c 'trap "" TERM; exec "$0" "$@"'"""
 
 def test_bad_solvers_score_zero_with_reasons(suite, scripts, tmp_path):
     entrants = [parse_entrant(f"{IGNORING_SIGTERM if name == 'stubborn' else ''} "
-                              f"{PY if path.suffix == '.py' else '/bin/sh'} {path} "
+                              f"{PY + ' -S' if path.suffix == '.py' else '/bin/sh'} {path} "
                               "{instance} {solution}", name)
                 for name, path in scripts.items()]
     slow = [e for e in entrants if e.name in ("sleeps", "stubborn")]
@@ -134,6 +135,7 @@ def test_bad_solvers_score_zero_with_reasons(suite, scripts, tmp_path):
     assert waits["score"].tolist() == pytest.approx(expected)
     assert all(0 < s < 1 for s in expected)
     assert board.iloc[0]["entrant"] == "waits" and board.iloc[0]["valid"] == 2
+    assert board.set_index("entrant").loc["crash", "failures"] == "crash 2"  # both instances
     assert (tmp_path / "leaderboard.md").read_text().count("|") > 10
     page = (tmp_path / "index.html").read_text(encoding="utf-8")  # plots=False: no images
     assert "data:image/png" not in page and "Profiles not drawn (--no-plots)." in page
@@ -239,7 +241,10 @@ def test_the_docs_commands_run_from_the_repository_root_with_the_default_output(
 
 
 def test_a_competition_where_every_entrant_fails_exits_non_zero(tmp_path, monkeypatch, capsys):
-    quick_cut(tmp_path / "lib")  # the quick suite cut to two instances: two runs, not 16
+    # the quick suite cut to one instance: one failing run, not 16 (that an entrant's
+    # failures on several instances are counted together: test_bad_solvers_score_zero_with_
+    # reasons)
+    quick_cut(tmp_path / "lib", QUICK_TWO[:1])
     code, err = _as_a_user(["compete", "--suite", "quick", "--library", str(tmp_path / "lib"),
                             "--no-progress", "--no-plots", "--output", "out",
                             "--solver", "./no-such-solver {instance} {solution}"], tmp_path,
@@ -247,4 +252,4 @@ def test_a_competition_where_every_entrant_fails_exits_non_zero(tmp_path, monkey
     assert code == 1
     assert "no entrant wrote a valid solution" in err
     board = pd.read_csv(tmp_path / "out" / "leaderboard.csv")
-    assert board["valid"].tolist() == [0] and "crash 2" in board["failures"].iloc[0]
+    assert board["valid"].tolist() == [0] and "crash 1" in board["failures"].iloc[0]

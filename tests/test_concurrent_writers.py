@@ -5,6 +5,7 @@ known values keep both's improvements."""
 
 from __future__ import annotations
 
+import io
 import json
 import multiprocessing
 import os
@@ -38,6 +39,8 @@ def _add_rows(path: str, writer: int) -> None:
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
 def test_rows_added_by_several_processes_at_once_all_arrive(tmp_path, suffix):
     path = tmp_path / f"results{suffix}"
+    if suffix == ".parquet":  # the Parquet engine loaded once here, not in each writer
+        pd.DataFrame({"x": [1]}).to_parquet(io.BytesIO())
     context = multiprocessing.get_context("fork")
     procs = [context.Process(target=_add_rows, args=(str(path), w)) for w in range(WRITERS)]
     for p in procs:
@@ -97,9 +100,13 @@ def _both(a: tuple[multiprocessing.Process, Path], b: tuple[multiprocessing.Proc
         assert proc.exitcode == 0, err.read_text() if err.exists() else "no stderr file"
 
 
-@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
-def test_two_benchmarks_into_one_table_keep_both(suite, tmp_path, suffix):
-    out = tmp_path / f"r{suffix}"
+def test_two_benchmarks_into_one_table_keep_both(suite, tmp_path):
+    # CSV only: the runner adds its rows through TableWriter whatever the suffix, which
+    # decides only how TableWriter reads and writes the file; TableWriter's Parquet form
+    # under several writers at once is test_rows_added_by_several_processes_at_once_all_
+    # arrive[.parquet]; a bench run into a .parquet table, test_bench_runner's
+    # test_parquet_output_and_parallel_pool
+    out = tmp_path / "r.csv"
     runs = [_dlsched(tmp_path / f"{method}.err", "bench", "--suite", str(suite), "--methods",
                      method, "--jobs", "1", "--no-progress", "--output", str(out))
             for method in ("greedy", "obp")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import subprocess
 import sys
 
@@ -58,14 +59,24 @@ def test_a_gzip_bomb_is_refused_before_it_fills_memory(tmp_path):
     assert int(out[1]) < 150  # MB above the interpreter's own (was ~430 MB)
 
 
-@pytest.fixture
-def suite(tmp_path):
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A one-instance suite, built once for the module (only copies are edited)."""
+    root = tmp_path_factory.mktemp("lib") / "s"
     spec = {"name": "s", "best_known": {"runs": [{"method": "greedy"}]},
             "instances": [{"name": "h", "generator": "horus", "seeds": [1],
                            "arguments": {"nodes": 2, "gpus_per_node": 2, "beta": 3}}]}
-    (tmp_path / "s").mkdir()
-    (tmp_path / "s" / "suite.json").write_text(json.dumps(spec))
-    return build_suite(tmp_path / "s", jobs=1, progress=False)
+    root.mkdir()
+    (root / "suite.json").write_text(json.dumps(spec))
+    build_suite(root, jobs=1, progress=False)
+    return root
+
+
+@pytest.fixture
+def suite(built, tmp_path):
+    """This test's own copy of the built suite, which it may spoil."""
+    shutil.copytree(built, tmp_path / "s")
+    return load_manifest(tmp_path / "s")
 
 
 @pytest.mark.parametrize("edit, words", [

@@ -87,10 +87,13 @@ def test_an_exact_hard_run_has_the_timers(monkeypatch):
 
 def test_a_scip_run_past_its_cap_is_a_cpu_limit_row_not_optimal():
     # 16 x 8 servers at 90 % busy, seed 0: SCIP had not proven it after 21.5 CPU-s; the cap
-    # here is 1.25 CPU-s, so on any machine the run ends at the cap, with SCIP on its CPU
-    # clock (the times() loop that outran RLIMIT_CPU)
+    # here is 1.05 CPU-s (seconds + 1), so on any machine the run ends at the cap, with SCIP
+    # on its CPU clock (the times() loop that outran RLIMIT_CPU) for the ~0.9 CPU-s after
+    # its ~0.1 of model building. wall_factor 100: SCIP's own limit stays 5 s (0.25 × 20
+    # before), far past the cap, so the cap, not SCIP, ends the run
     inst = generate_horus(seed=0, nodes=16, beta=15, busy=0.9)
-    out = exact_hard.run_one(inst, "horus", "scip", "pairs", 0, seconds=0.25)
+    out = exact_hard.run_one(inst, "horus", "scip", "pairs", 0, seconds=0.05,
+                             wall_factor=100.0)
     assert out["status"] == "cpu_limit"
     assert out["objective"] is None and out["gap"] is None
     assert out["message"] in (f"exit code {-int(signal.SIGXCPU)}",
