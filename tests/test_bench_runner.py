@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
 
@@ -93,21 +94,30 @@ def test_table_shape_and_hand_checked_gap(suite, tmp_path):
     assert table["wall_time"].min() > 0
 
 
+# The tests below run in the worker process (isolate=False): what they check (resuming, the
+# output format, the pool's determinism) does not depend on where a run happens, and a
+# fork per run was ~25 ms of CPU each. The forked path is checked above (every method and
+# backend, peak memory), by test_crash_hang_and_bug_are_rows_not_fatal (crash, hang) and by
+# test_bench_cli.py (the command's default).
+
+
 def test_resume_skips_rows_already_present(suite, tmp_path):
     out = tmp_path / "r.csv"
-    first, _ = run_bench(suite, settings(methods=["greedy", "fifo"]), out)
-    again, _ = run_bench(suite, settings(methods=["greedy", "fifo", "obp"]), out)
+    first, _ = run_bench(suite, settings(methods=["greedy", "fifo"], isolate=False), out)
+    again, _ = run_bench(suite, settings(methods=["greedy", "fifo", "obp"], isolate=False),
+                         out)
     assert len(first) == 4
     assert set(again["method"]) == {"obp"} and len(again) == 2
     assert len(read_table(out)) == 6
     # another time limit is another run
-    other, _ = run_bench(suite, settings(methods=["greedy"], time_limit=5.0), out)
+    other, _ = run_bench(suite, settings(methods=["greedy"], time_limit=5.0, isolate=False),
+                         out)
     assert len(other) == 2
 
 
 def test_parquet_output_and_parallel_pool(suite, tmp_path):
     out = tmp_path / "r.parquet"
-    rows, _ = run_bench(suite, settings(methods=["greedy", "obp"], jobs=2), out)
+    rows, _ = run_bench(suite, settings(methods=["greedy", "obp"], jobs=2, isolate=False), out)
     assert len(rows) == 4
     assert len(read_table(out)) == 4
 
@@ -115,10 +125,10 @@ def test_parquet_output_and_parallel_pool(suite, tmp_path):
 def test_same_settings_same_objectives(suite, tmp_path):
     # the generated instance (the hand-made one has one job): 8 runs per benchmark
     methods, only = ["exact:cpsat", "greedy", "obp", "fifo"], ["gen-s3"]
-    a, _ = run_bench(suite, settings(methods=methods, seeds=(0, 1)), tmp_path / "a.csv",
-                     instances=only)
-    b, _ = run_bench(suite, settings(methods=methods, seeds=(0, 1), jobs=2), tmp_path / "b.csv",
-                     instances=only)
+    a, _ = run_bench(suite, settings(methods=methods, seeds=(0, 1), isolate=False),
+                     tmp_path / "a.csv", instances=only)
+    b, _ = run_bench(suite, settings(methods=methods, seeds=(0, 1), jobs=2, isolate=False),
+                     tmp_path / "b.csv", instances=only)
     assert len(a) == 8
     key = ["instance", "method", "backend", "seed"]
     a = a.sort_values(key).reset_index(drop=True)
@@ -178,12 +188,14 @@ def test_crash_hang_and_bug_are_rows_not_fatal(suite, tmp_path, broken_methods):
     assert rows[rows["method"] == "t-hang"]["wall_time"].iloc[0] < 10
 
 
-def test_update_best_only_with_validated_improvement(tmp_path):
-    manifest = make_suite(tmp_path / "two")
+def test_update_best_only_with_validated_improvement(suite, tmp_path):
+    # a copy of the module's suite (this test rewrites its manifest), not a second build:
+    # the same files (the build is deterministic: test_library.py)
+    manifest = load_manifest(shutil.copytree(suite.directory, tmp_path / "two"))
     rec = manifest.entries["hand"]
     assert rec["best"]["objective"] == pytest.approx(0.45)
     assert rec["best"]["status"] == "optimal"
     # worse heuristic results do not replace the stored best
-    run_bench(manifest, settings(methods=["fifo"]), None, update_best=True)
+    run_bench(manifest, settings(methods=["fifo"], isolate=False), None, update_best=True)
     assert load_manifest(tmp_path / "two").entries["hand"]["best"]["objective"] == \
         pytest.approx(0.45)

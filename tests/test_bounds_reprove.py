@@ -4,6 +4,7 @@ replaces stale best knowns (issue 32, item 4)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -70,22 +71,33 @@ def _make_stale(directory):
     return optimum, wrong
 
 
-def test_reprove_replaces_a_stale_best_known_and_drops_its_wrong_bound(tmp_path):
-    built = build_suite(write_spec(tmp_path / "tiny"), jobs=1, progress=False)
-    optimum, wrong = _make_stale(built.directory)
-    manifest, notes = reprove_suite(built.directory, jobs=1, progress=False)
+@pytest.fixture(scope="module")
+def _built(tmp_path_factory):
+    """The one-instance suite, built once (its best known proven by HiGHS)."""
+    return build_suite(write_spec(tmp_path_factory.mktemp("lib") / "tiny"), jobs=1,
+                       progress=False).directory
+
+
+@pytest.fixture
+def built(_built, tmp_path):
+    """A fresh copy of the built suite's folder, for a test to make stale and reprove."""
+    return shutil.copytree(_built, tmp_path / "tiny")
+
+
+def test_reprove_replaces_a_stale_best_known_and_drops_its_wrong_bound(built):
+    optimum, wrong = _make_stale(built)
+    manifest, notes = reprove_suite(built, jobs=1, progress=False)
     best = manifest.best("h-s0")
     assert best["status"] == "optimal" and best["objective"] == pytest.approx(optimum)
     assert best["bound"] != wrong and best["method"] == "exact"
     assert any("it was wrong; dropped" in line for line in notes)
-    assert verify(built.directory)[1] == []
+    assert verify(built)[1] == []
 
 
-def test_verify_reprove_on_the_command_line(tmp_path, capsys):
-    built = build_suite(write_spec(tmp_path / "tiny"), jobs=1, progress=False)
-    optimum, _ = _make_stale(built.directory)
-    assert main(["library", "verify", "--suite", str(built.directory), "--reprove",
+def test_verify_reprove_on_the_command_line(built, capsys):
+    optimum, _ = _make_stale(built)
+    assert main(["library", "verify", "--suite", str(built), "--reprove",
                  "--jobs", "1", "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "best known" in out and "all verified" in out
-    assert load_manifest(built.directory).best("h-s0")["objective"] == pytest.approx(optimum)
+    assert load_manifest(built).best("h-s0")["objective"] == pytest.approx(optimum)
