@@ -68,6 +68,13 @@ def descendant_named(pid: int, name: str) -> bool:
     return False
 
 
+def _sigint_as_from_a_terminal() -> None:
+    # in the child before exec: started from a process that ignores SIGINT (nohup, `&` in a
+    # shell without job control), the command would inherit the ignoring and keep it
+    # (dlsched.interrupt honours an ignored SIGINT), and the Ctrl-C sent would be lost
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt_after(argv: list[str], when: float | str, cwd: Path,
                     tmpdir: Path | None = None) -> tuple[int, str]:
     """Run ``dlsched ARGV`` in ``cwd`` (``TMPDIR`` = ``tmpdir`` when given); once its code
@@ -83,7 +90,8 @@ def interrupt_after(argv: list[str], when: float | str, cwd: Path,
     command = bin_dir / "dlsched"
     start = [str(command)] if command.exists() else [sys.executable, "-m", "dlsched.cli"]
     proc = subprocess.Popen([*start, *argv], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_sigint_as_from_a_terminal)
     try:
         deadline = time.monotonic() + 120
         while not started(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
