@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from dlsched.benchmarks import (
     exact_scale,
     fuzz,
@@ -65,6 +67,7 @@ class _BriefDqn(sched2_rl.DqnSettings):
     pretrain_updates: int = 20
 
 
+@pytest.mark.torch
 def test_sched2_rl_tiny(capsys, monkeypatch):
     monkeypatch.setattr(sched2_rl, "DqnSettings", _BriefDqn)
     # the learners train on one training and one validation seed's episodes (per share)

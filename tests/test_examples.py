@@ -68,6 +68,7 @@ def test_competition_with_an_external_solver(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "scores.csv").stat().st_size > 0
 
 
+@pytest.mark.torch
 def test_maskable_ppo_trains_on_the_registered_environment(monkeypatch, capsys):
     pytest.importorskip("sb3_contrib")
     # one rollout of 32 steps and one update pass on 20-job episodes: the script's code,
