@@ -128,8 +128,10 @@ def profile(matrix: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
     a solver's shares are over its problems (NaN cells: not taken, left out)."""
     data = {}
     for s in matrix.columns:
-        n = int(matrix[s].notna().sum())
-        data[s] = [float((matrix[s] <= tau).sum()) / n if n else math.nan for tau in taus]
+        values = matrix[s].to_numpy(dtype=float)
+        n = int(np.count_nonzero(~np.isnan(values)))
+        data[s] = [float(np.count_nonzero(values <= tau)) / n if n else math.nan
+                   for tau in taus]
     return pd.DataFrame(data, index=pd.Index(list(taus), name="tau"))
 
 

@@ -148,9 +148,10 @@ def family_gaps(group: pd.DataFrame, mode: GapMode | None = None) -> pd.DataFram
         return _family_frame(cells)
     frame = group.assign(solver=solver_label(group), gap=group_gaps(group, mode),
                          family=_family(group))
-    for (family, solver), runs in frame.groupby(["family", "solver"], sort=True):
-        finite = runs["gap"][np.isfinite(runs["gap"])]
-        failed = len(runs) - len(finite)
+    gaps = frame["gap"].to_numpy(dtype=float)
+    for (family, solver), rows in sorted(frame.groupby(["family", "solver"]).indices.items()):
+        finite = gaps[rows][np.isfinite(gaps[rows])]
+        failed = len(rows) - len(finite)
         text = f"{scale * finite.mean():.3g}" if len(finite) else "-"
         cells.setdefault(family, {})[solver] = text + (f" ({failed})" if failed else "")
     return _family_frame(cells)
