@@ -140,27 +140,32 @@ def aggregate_gpu_utilization(run: SimRun, start: float, end: float) -> tuple[fl
 def summary(run: SimRun, table: pd.DataFrame | None = None) -> dict[str, float]:
     """The summary metrics of a run (see the module docstring)."""
     df = job_table(run) if table is None else table
-    finished = df.dropna(subset=["end"])
-    first, last = float(df["submit"].min()), float(finished["end"].max())
+    done = ~np.isnan(df["end"].to_numpy(dtype=float))
+
+    def finished(column: str) -> np.ndarray:
+        return df[column].to_numpy(dtype=float)[done]
+
+    first, last = float(df["submit"].min()), float(finished("end").max())
     g = run.workload.cluster.num_gpus
     agg, agg_sum = aggregate_gpu_utilization(run, first, last)
+    jct = finished("jct")
     out: dict[str, float] = {
         "jobs": float(len(df)),
-        "completed": float(len(finished)),
+        "completed": float(np.count_nonzero(done)),
         "makespan": last - first,
-        "jct_mean": float(finished["jct"].mean()),
-        "jct_median": float(finished["jct"].median()),
-        "jct_p95": float(finished["jct"].quantile(0.95)),
-        "run_time_mean": float(finished["run"].mean()),
-        "run_time_median": float(finished["run"].median()),
-        "wait_mean": float(finished["wait"].mean()),
-        "wait_median": float(finished["wait"].median()),
-        "slowdown_mean": float(finished["slowdown"].mean()),
+        "jct_mean": _mean(jct),
+        "jct_median": _quantile(jct, 0.5),
+        "jct_p95": _quantile(jct, 0.95),
+        "run_time_mean": _mean(finished("run")),
+        "run_time_median": _quantile(finished("run"), 0.5),
+        "wait_mean": _mean(finished("wait")),
+        "wait_median": _quantile(finished("wait"), 0.5),
+        "slowdown_mean": _mean(finished("slowdown")),
         "gpu_utilization": _time_weighted(run.busy_t, run.busy_n / g, first, last),
         "gpu_util_aggregate": agg,
         "gpu_util_sum_mean": agg_sum,
         "requeues": float(run.requeues),
-        "effectiveness_mean": float(finished["effectiveness"].mean()),
+        "effectiveness_mean": _mean(finished("effectiveness")),
         "fragmentation_mean": _time_weighted(run.frag_t, run.frag, first, last),
         "policy_calls": float(run.policy_calls),
         "events": float(run.event_count),
@@ -168,10 +173,23 @@ def summary(run: SimRun, table: pd.DataFrame | None = None) -> dict[str, float]:
         "events_per_s": run.event_count / run.wall_time if run.wall_time > 0 else float("nan"),
         "events_without_solution": float(run.events_without_solution),
     }
-    timed = finished.dropna(subset=["deadline"])
-    if len(timed):
-        out["qos_guarantee_pct"] = qos_guarantee_pct(timed["submit"], timed["end"],
-                                                     timed["deadline"])
+    deadline = finished("deadline")
+    timed = ~np.isnan(deadline)
+    if timed.any():
+        out["qos_guarantee_pct"] = qos_guarantee_pct(finished("submit")[timed],
+                                                     finished("end")[timed], deadline[timed])
         out["normalized_latency_mean"] = average_normalized_latency(
-            timed["start"], timed["end"], timed["ideal"])
+            finished("start")[timed], finished("end")[timed], finished("ideal")[timed])
     return out
+
+
+# pandas' Series.mean / median / quantile without the Series: NaN left out, NaN when
+# nothing is left (numpy's nan-functions would warn there)
+def _mean(values: np.ndarray) -> float:
+    kept = values[~np.isnan(values)]
+    return float(kept.mean()) if kept.size else float("nan")
+
+
+def _quantile(values: np.ndarray, q: float) -> float:
+    kept = values[~np.isnan(values)]
+    return float(np.quantile(kept, q)) if kept.size else float("nan")
