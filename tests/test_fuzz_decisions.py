@@ -12,8 +12,8 @@ import dataclasses
 import random
 
 import pytest
+from test_fuzz import _all_seeds
 
-from dlsched.benchmarks.fuzz_seeds import make_seeds
 from dlsched.decision import Decision
 from dlsched.instance_io import instance_from_dict
 from dlsched.solution_io import solution_decision
@@ -26,9 +26,10 @@ PER_PROBLEM = 1000
 
 @pytest.fixture(scope="module")
 def decisions():
-    """problem -> [(instance, valid decision)]."""
+    """problem -> [(instance, valid decision)], from test_fuzz.py's seed files, made once
+    per process for both files (0.15 CPU-s a call once warm; neither changes them)."""
     out: dict[str, list] = {}
-    for seed in make_seeds():
+    for seed in _all_seeds():
         if seed.kind != "solution":
             continue
         instance = instance_from_dict(seed.instance_doc)

@@ -128,10 +128,13 @@ def _tiny_training(tmp_path, name):
     _torch()
     from dlsched.rl.sched2_train import train
 
-    spec = EpisodeSpec(jobs=40, servers=2, gpus_per_server=4, interarrival=60.0)
-    settings = DqnSettings(episodes=4, envs=2, n_step=3, batch=8, train_every=4,
+    # 20-job episodes, 2 episodes evaluated after each: 10 demonstration and 14 n-step
+    # updates, the target network synced 4 times, 2 evaluations and the checkpoint choice,
+    # every code path of the 40-job, 4-episode run (75 updates) at a third of its CPU
+    spec = EpisodeSpec(jobs=20, servers=2, gpus_per_server=4, interarrival=60.0)
+    settings = DqnSettings(episodes=2, envs=2, n_step=3, batch=8, train_every=4,
                            target_every=5, hidden=8, demo_episodes=1, pretrain_updates=10,
-                           eval_every=2)
+                           eval_every=1)
     return train(tmp_path / name, train_set=spec.workloads(range(2)),
                  valid_set=spec.workloads([2000]), seed=5, settings=settings)
 
@@ -247,7 +250,7 @@ def test_train_command_defaults_are_the_shipped_settings_and_train_the_asked_run
     shipped = Path(shipped_weights()).with_name("training.json")
     assert json.loads(shipped.read_text())["dqn"] == asdict(DqnSettings())
     tiny = ["rl", "train", "sched2", "--learner", "dqn", "--servers", "2",
-            "--gpus-per-server", "4", "--jobs", "40", "--interarrival", "60",
+            "--gpus-per-server", "4", "--jobs", "20", "--interarrival", "60",
             "--train-episodes", "1", "--valid-episodes", "1", "--episodes", "3", "--envs", "2",
             "--demo-episodes", "1", "--pretrain-updates", "5", "--eval-every", "1",
             "--no-progress"]

@@ -43,8 +43,11 @@ def _both(w: Instance, policy, speed: SpeedModel | None = None) -> pd.DataFrame:
     return a
 
 
+# one seed compares the two paths for each rule (a second seed ran the same code paths);
+# each rule's default (fast) schedule is also pinned by tests/test_schedule_digests.py on
+# two ITP clusters, and the fast forms with backfill are compared below on another workload
 @pytest.mark.parametrize("rule", ["fifo", "sif", "dsif", "saf", "lrf", "spf"])
-@pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.parametrize("seed", [0])
 def test_sched2_fast_equals_full(rule, seed):
     w = generate_sched2(seed=seed, jobs=120, servers=4, gpus_per_server=4, interarrival=40.0,
                         median_duration=300.0)
@@ -53,11 +56,12 @@ def test_sched2_fast_equals_full(rule, seed):
 
 
 @pytest.mark.parametrize("rule", ["fifo", "sif", "lrf", "spf"])
-@pytest.mark.parametrize("options", [{}, {"backfill": True}])
-def test_sched2_view_policies_with_backfill(rule, options):
+def test_sched2_view_policies_with_backfill(rule):
+    # backfill only: these rules without it are compared in test_sched2_fast_equals_full
+    # (and their fast schedules pinned by tests/test_schedule_digests.py)
     w = generate_sched2(seed=5, jobs=150, servers=5, gpus_per_server=8, interarrival=30.0,
                         median_duration=600.0)
-    _both(w, Policy(rule, options=options))
+    _both(w, Policy(rule, options={"backfill": True}))
 
 
 @pytest.mark.parametrize("rule", ["dsif", "saf"])
@@ -69,14 +73,20 @@ def test_sched2_stateful_view_policies(rule, seed):
     assert view_policy("sched2", rule).stateful
     w = generate_sched2(seed=seed, jobs=150, servers=5, gpus_per_server=8, interarrival=30.0,
                         median_duration=600.0)
-    for options in ({}, {"backfill": True}):
-        _both(w, Policy(rule, options=options))
+    # with backfill: without it, DSIF's and SAF's fast forms are compared in
+    # test_sched2_fast_equals_full (and their schedules pinned by the digests on two ITP
+    # clusters, tests/test_schedule_digests.py)
+    _both(w, Policy(rule, options={"backfill": True}))
 
 
-@pytest.mark.parametrize("method,options", [("learned-priority", {}),
-                                            ("learned-priority", {"window": 4}),
-                                            ("dqn", {})])
-@pytest.mark.parametrize("seed", [0, 4])
+# a second seed (4) for the windowed form only: learned-priority and dqn at their defaults
+# are compared on seed 0 here, and their fast schedules are pinned by
+# tests/test_schedule_digests.py on two ITP clusters (dqn's recorded from its snapshot
+# method, before its fast form existed)
+@pytest.mark.parametrize("seed,method,options", [(0, "learned-priority", {}),
+                                                 (0, "learned-priority", {"window": 4}),
+                                                 (4, "learned-priority", {"window": 4}),
+                                                 (0, "dqn", {})])
 def test_sched2_learned_view_policies(method, options, seed):
     from dlsched.registry import get_method
     from dlsched.state import view_policy
