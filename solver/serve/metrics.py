@@ -32,38 +32,51 @@ QUERY_COLUMNS = ("query", "arrival_ms", "soft_ms", "hard_ms", "gpu", "model", "b
                  "start_ms", "end_ms", "delay_ms", "quality", "dropped", "past_hard")
 
 
+class _Served:
+    """Each query's batch (its index, or 0 when not served), end and Q."""
+
+    def __init__(self, run: ServeRun) -> None:
+        data = run.data
+        self.served = run.q_batch >= 0
+        self.batch = np.where(self.served, run.q_batch, 0)
+        ends = np.array([b.end for b in run.batches] or [0], dtype=np.int64)
+        self.model_of = np.array([data.model_index[b.model] for b in run.batches] or [0])
+        self.end = np.where(self.served, ends[self.batch], -1)
+        self.quality = np.zeros(data.num_queries)
+        for m in range(len(data.models)):
+            sel = self.served & (self.model_of[self.batch] == m)
+            self.quality[sel] = data.quality(self.end[sel], np.flatnonzero(sel), m)
+
+
+def mean_quality(run: ServeRun) -> float:
+    """The summary's ``mean_q`` without building the query table (what tuning compares)."""
+    quality = _Served(run).quality
+    return float(quality.mean()) if quality.size else 0.0
+
+
 def query_table(run: ServeRun) -> pd.DataFrame:
     """One row per query (see the module docstring)."""
     data = run.data
-    n = data.num_queries
-    k = run.q_batch
-    served = k >= 0
+    q = _Served(run)
+    served, kk = q.served, q.batch
     starts = np.array([b.start for b in run.batches] or [0], dtype=np.int64)
-    ends = np.array([b.end for b in run.batches] or [0], dtype=np.int64)
     gpu_of = np.array([data.gpu_index[b.gpu] for b in run.batches] or [0])
-    model_of = np.array([data.model_index[b.model] for b in run.batches] or [0])
-    kk = np.where(served, k, 0)
-    end = np.where(served, ends[kk], -1)
-    quality = np.zeros(n)
-    for m in range(len(data.models)):
-        sel = served & (model_of[kk] == m)
-        quality[sel] = data.quality(end[sel], np.flatnonzero(sel), m)
     gpu_names = np.array(data.gpu_ids, dtype=object)
     model_names = np.array(data.models, dtype=object)
     return pd.DataFrame({
-        "query": np.arange(n),
+        "query": np.arange(data.num_queries),
         "arrival_ms": data.arrival,
         "soft_ms": data.soft,
         "hard_ms": data.hard,
         "gpu": np.where(served, gpu_names[gpu_of[kk]], None),
-        "model": np.where(served, model_names[model_of[kk]], None),
-        "batch": k,
+        "model": np.where(served, model_names[q.model_of[kk]], None),
+        "batch": run.q_batch,
         "start_ms": np.where(served, starts[kk], -1),
-        "end_ms": end,
-        "delay_ms": np.where(served, (end - data.arrival).astype(float), np.nan),
-        "quality": quality,
+        "end_ms": q.end,
+        "delay_ms": np.where(served, (q.end - data.arrival).astype(float), np.nan),
+        "quality": q.quality,
         "dropped": run.dropped,
-        "past_hard": run.dropped | (served & (end >= data.hard)),
+        "past_hard": run.dropped | (served & (q.end >= data.hard)),
     }, columns=list(QUERY_COLUMNS))
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from ..instance import Instance
 from ..problems.inference.policies import HeuristicPolicy
 from .engine import serve
-from .metrics import summary
+from .metrics import mean_quality
 
 ALPHAS = (0.25, 0.5, 0.75)
 BETAS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
@@ -26,8 +26,7 @@ def tune_heuristic(workloads: Sequence[Instance], alphas: Sequence[float] = ALPH
     best_q = -1.0
     for a in alphas:
         for b in betas:
-            q = [summary(serve(w, HeuristicPolicy(alpha=a, beta=b)))["mean_q"]
-                 for w in workloads]
+            q = [mean_quality(serve(w, HeuristicPolicy(alpha=a, beta=b))) for w in workloads]
             mean = sum(q) / len(q)
             grid.append({"alpha": a, "beta": b, "mean_q": mean})
             if mean > best_q + 1e-12:
