@@ -25,8 +25,8 @@ from dlsched.benchmarks import (
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-# compete's ``__main__`` runs a Python entrant of `dlsched compete` (docs/competition.md)
-NOT_SCRIPTS = {"compete"}
+# call_entrant runs a Python entrant of `dlsched compete` (docs/competition.md)
+NOT_SCRIPTS = {"call_entrant"}
 
 
 def _lines(capsys) -> tuple[list[str], dict]:
