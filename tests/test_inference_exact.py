@@ -31,6 +31,7 @@ def _q(end, soft, hard):
     return (hard - end) / (hard - soft)
 
 
+@functools.cache  # a pure read of the tables: the oracles call it ~10^5 times
 def _duration(model, gtype, n):
     for b in SIZES:
         d = TABLES[gtype][model][str(b)]
@@ -58,15 +59,17 @@ def brute_force(queries, gpus, free=None) -> float:
         items = sorted(remaining)
         for r in range(1, len(items) + 1):
             for subset in itertools.combinations(items, r):
+                # the start and the queries left do not depend on the model
+                start = max(free, max(queries[q][0] for q in subset))
+                left = remaining.difference(subset)
                 for model in ("full", "tiny"):
                     d = _duration(model, gpus[g], len(subset))
                     if d is None:
                         continue
-                    start = max(free, max(queries[q][0] for q in subset))
                     end = start + d
                     gain = sum(KAPPA[model] * _q(end, queries[q][1], queries[q][2])
                                for q in subset)
-                    out = max(out, gain + best(remaining - set(subset), g, end))
+                    out = max(out, gain + best(left, g, end))
         return out
 
     return best(frozenset(range(len(queries))), 0, free0[0])
@@ -456,16 +459,18 @@ def _plain_pricing(queries, gtype, lam, free=0) -> float:
     arrived by its start."""
     t_lo = max(free, min(a for a, _s, _h in queries))
     t_end = max(h for _a, _s, h in queries)
+    lam = [float(x) for x in lam]  # the same values; Python floats are read faster
     value = {t: 0.0 for t in range(t_end + 1, t_end + 500)}
     for t in range(t_end, t_lo - 1, -1):
         best = value[t + 1]
+        arrived = [(lam[q], s, h) for q, (a, s, h) in enumerate(queries) if a <= t]
         for model in ("full", "tiny"):
             for b in SIZES:
                 d = TABLES[gtype][model][str(b)]
                 if d is None:
                     continue
-                terms = sorted((KAPPA[model] * _q(t + d, s, h) - lam[q]
-                                for q, (a, s, h) in enumerate(queries) if a <= t), reverse=True)
+                terms = sorted((KAPPA[model] * _q(t + d, s, h) - lam_q
+                                for lam_q, s, h in arrived), reverse=True)
                 gain = sum(x for x in terms[:b] if x > 0)
                 best = max(best, gain + value.get(t + d, 0.0))
         value[t] = best

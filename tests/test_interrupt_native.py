@@ -61,8 +61,10 @@ def test_a_ctrl_c_during_a_search_stops_it_and_raises(solver):
     # the solvers' own handlers made this a "feasible" result; without a stop CP-SAT ran
     # to 60 s, and SCIP holding the lock let the Ctrl-C wait as long
     assert time.monotonic() - start < 30
-    after = solve(generate_horus(seed=1, nodes=4), "exact", backend=solver)
-    assert after.status is Status.OPTIMAL  # the next solve is not interrupted
+    # the next solve is not interrupted: any solve to its proof shows it; 3 servers prove
+    # in ~0.1 CPU-s on both solvers (4 servers, before: 0.6 on SCIP, 0.2 on CP-SAT)
+    after = solve(generate_horus(seed=1, nodes=3), "exact", backend=solver)
+    assert after.status is Status.OPTIMAL
 
 
 def test_the_watcher_calls_stop_on_sigint_and_leaves_the_handler_and_wakeup_fd():

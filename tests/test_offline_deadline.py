@@ -77,13 +77,17 @@ def _timed(clock: WorkClock, call):
 
 
 @pytest.mark.parametrize(("method", "hours", "limit", "stage"), [
-    ("offline-wct", 24.0, 0.5, "computing the jobs' placement modes"),
-    ("offline-makespan", 24.0, 0.5, "computing the jobs' placement modes"),
-    ("offline-qos", 24.0, 0.5, "computing the jobs' placement modes"),
-    # 12 hours (96 jobs): the modes fit in the 1 s, the model's build runs out of time
-    # (the 226 jobs' modes take ~0.95 clock-s since the rate models' one-group fast
-    # path, issue 33: hence 0.5 s above, and a 2 s limit there, twice the CPU)
-    ("offline-wct", 12.0, 1.0, "building the offline model")])
+    # 24 hours (226 jobs): their modes take ~0.95 clock-s, so a 0.25 s limit (0.5 before,
+    # twice the CPU for the same stop) ends in them
+    ("offline-wct", 24.0, 0.25, "computing the jobs' placement modes"),
+    ("offline-makespan", 24.0, 0.25, "computing the jobs' placement modes"),
+    ("offline-qos", 24.0, 0.25, "computing the jobs' placement modes"),
+    # 6 hours (53 jobs): the modes fit in the 0.5 s, the model's build runs out of time in
+    # its last part, the energy bounds (so at 0.45 and 0.55 s too); 12 hours (96 jobs) and
+    # 1 s before, the same stage for 2.5x the CPU (the 226 jobs' modes take ~0.95 clock-s
+    # since the rate models' one-group fast path, issue 33: hence a short limit above, and
+    # a 2 s limit here before that, twice the CPU)
+    ("offline-wct", 6.0, 0.5, "building the offline model")])
 def test_a_large_genie_workload_keeps_its_limit(method, hours, limit, stage, clock):
     w = genie_workload(hours, 0)  # 24 h: 226 jobs, 13,560 placement modes
     result, took = _timed(clock, lambda: solve(w, method, time_limit=limit))
@@ -92,15 +96,18 @@ def test_a_large_genie_workload_keeps_its_limit(method, hours, limit, stage, clo
     assert f"time limit reached while {stage}" in result.message
 
 
-@pytest.mark.parametrize(("hours", "seed", "limit"), [(4.0, 2, 1.2), (3.0, 2, 1.0)])
+@pytest.mark.parametrize(("hours", "seed", "limit"), [(2.0, 2, 0.6), (2.0, 2, 1.0)])
 def test_offline_wct_keeps_its_limit_through_every_stage(hours, seed, limit, clock):
-    # 46 and 34 jobs: the model builds in time, then CP-SAT, the LP and the search share
-    # what is left (both reach the branch and bound: 6 and 11 nodes; 46 and 58 jobs with
-    # 2 s each cost twice the CPU for the same stages)
+    # 20 jobs: the model builds in time, then CP-SAT, the LP and the search share what is
+    # left; the search stops at the limit after 10 nodes with no schedule (0.6 s) and after
+    # 267 nodes with one (1.0 s). 46 and 34 jobs (1.2 and 1.0 s) before, for 2.5x the CPU:
+    # the same stages, both ending in the search with no schedule (6 and 11 nodes), the
+    # first case's ending here; 46 and 58 jobs with 2 s each before that, twice again
     w = genie_workload(hours, seed)
     result, took = _timed(clock, lambda: solve(w, "offline-wct", time_limit=limit))
     assert took <= 1.1 * limit + 1.0
     assert result.status is not Status.OPTIMAL
+    assert result.extra["bnb_nodes"] > 0  # every stage ran, the search last
 
 
 def test_lp_bound_gives_up_on_an_expired_deadline_or_a_huge_lp(clock):
