@@ -38,6 +38,9 @@ def cpsat_optimum(path) -> float:
     model = cp_model.CpModel()
     model.proto.parse_text_format(path.read_text(encoding="utf-8"))
     solver = cp_model.CpSolver()
+    # CP-SAT's own SIGINT handler would outlive this solve and turn a later Ctrl-C test in
+    # this worker into a killed process (the package's solves switch it off too)
+    solver.parameters.catch_sigint_signal = False
     solver.parameters.num_workers = 1
     assert solver.solve(model) == cp_model.OPTIMAL
     return solver.objective_value
