@@ -127,7 +127,11 @@ class Learner:
 
     def __init__(self, train: Sequence[Episode], s: DqnSettings, seed: int) -> None:
         torch.manual_seed(seed)
-        torch.use_deterministic_algorithms(True)
+        # torch.use_deterministic_algorithms(True) without its first line, which imports
+        # torch._inductor.config (and torch._dynamo with it: ~1.5 CPU-s per process) to set
+        # a flag for compiled graphs only; the eager operators read this switch (torch is
+        # pinned; test_rl_sched2 checks are_deterministic_algorithms_enabled())
+        torch._C._set_deterministic_algorithms(True, warn_only=False)
         self.train_set, self.s = list(train), s
         self.rng = np.random.default_rng(seed)
         self.net, self.target = JobQ(s.hidden), JobQ(s.hidden)
