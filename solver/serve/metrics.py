@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..files import TABLE_FORMATS, atomic_path, write_table, write_text
 from .engine import ServeRun
+
+if TYPE_CHECKING:  # pandas loads where a table is built: tuning needs none (~0.5 CPU-s)
+    import pandas as pd
 
 QUERY_COLUMNS = ("query", "arrival_ms", "soft_ms", "hard_ms", "gpu", "model", "batch",
                  "start_ms", "end_ms", "delay_ms", "quality", "dropped", "past_hard")
@@ -56,6 +58,8 @@ def mean_quality(run: ServeRun) -> float:
 
 def query_table(run: ServeRun) -> pd.DataFrame:
     """One row per query (see the module docstring)."""
+    import pandas as pd
+
     data = run.data
     q = _Served(run)
     served, kk = q.served, q.batch
@@ -112,6 +116,8 @@ def summary(run: ServeRun, table: pd.DataFrame | None = None) -> dict[str, float
 
 def quality_series(table: pd.DataFrame, window_ms: int = 60_000) -> pd.DataFrame:
     """Mean Q of the queries arriving in each ``window_ms`` window (Q over time)."""
+    import pandas as pd
+
     if table.empty:
         return pd.DataFrame({"time_s": [], "mean_q": [], "queries": []})
     slot = (table["arrival_ms"] // window_ms).to_numpy()
@@ -122,6 +128,8 @@ def quality_series(table: pd.DataFrame, window_ms: int = 60_000) -> pd.DataFrame
 
 def delay_cdf(table: pd.DataFrame) -> pd.DataFrame:
     """Empirical CDF of the end-to-end delay (ms) of served queries."""
+    import pandas as pd
+
     d = np.sort(table["delay_ms"].dropna().to_numpy())
     return pd.DataFrame({"delay_ms": d, "cdf": np.arange(1, d.size + 1) / max(d.size, 1)})
 
@@ -160,6 +168,8 @@ def plot_delay_cdf(table: pd.DataFrame):
 def save_serving_results(run: ServeRun, out_dir: str | Path, *, fmt: str = "csv",
                          plots: bool = True) -> dict[str, float]:
     """Write ``queries.csv``/``.parquet``, ``batches.csv``, ``summary.json`` and plots."""
+    import pandas as pd
+
     if fmt not in TABLE_FORMATS:
         raise ValueError(f"fmt must be one of {TABLE_FORMATS}, not {fmt!r}")
     out = Path(out_dir)
