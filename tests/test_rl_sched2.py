@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-# torch (1.8 CPU-s to import, 1.5 more at the first training) is imported by the tests
+# torch (1.8 CPU-s to import) is imported by the tests
 # that train or run the torch network, not when the suite is collected
 gym = pytest.importorskip("gymnasium")
 pytestmark = pytest.mark.torch

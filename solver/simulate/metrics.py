@@ -145,7 +145,8 @@ def summary(run: SimRun, table: pd.DataFrame | None = None) -> dict[str, float]:
     def finished(column: str) -> np.ndarray:
         return df[column].to_numpy(dtype=float)[done]
 
-    first, last = float(df["submit"].min()), float(finished("end").max())
+    end = finished("end")
+    first, last = float(df["submit"].min()), float(end.max())
     g = run.workload.cluster.num_gpus
     agg, agg_sum = aggregate_gpu_utilization(run, first, last)
     jct = finished("jct")
@@ -176,10 +177,10 @@ def summary(run: SimRun, table: pd.DataFrame | None = None) -> dict[str, float]:
     deadline = finished("deadline")
     timed = ~np.isnan(deadline)
     if timed.any():
-        out["qos_guarantee_pct"] = qos_guarantee_pct(finished("submit")[timed],
-                                                     finished("end")[timed], deadline[timed])
+        out["qos_guarantee_pct"] = qos_guarantee_pct(finished("submit")[timed], end[timed],
+                                                     deadline[timed])
         out["normalized_latency_mean"] = average_normalized_latency(
-            finished("start")[timed], finished("end")[timed], finished("ideal")[timed])
+            finished("start")[timed], end[timed], finished("ideal")[timed])
     return out
 
 
