@@ -33,7 +33,7 @@ from dlsched.problems import get_problem
 from dlsched.problems.base import Problem
 from dlsched.schema_check import check_against_schema
 from dlsched.solution_io import load_solution, save_solution
-from dlsched.validate import validate
+from dlsched.validate import validate_decision
 
 from .suites import MANIFEST_FILE, SuiteSpec, expand, suite_dir
 
@@ -224,7 +224,7 @@ def offer_best(manifest: Manifest, offers: Iterable[Offer], *, save: bool = True
         best = rec.get("best")
         who = offer.method + (f"/{offer.backend}" if offer.backend else "")
         if offer.decision is not None:
-            report = validate(instance, offer.decision)
+            report = validate_decision(instance, offer.decision)  # loaded: checked
             if not report.ok:
                 notes.append(f"{offer.name}: refused {who}: {report}")
                 continue
@@ -328,7 +328,7 @@ def _check_best(manifest: Manifest, instance: Instance, best: Mapping[str, Any])
         decision = load_solution(manifest.directory / best["solution"], instance)
     except InputError as exc:
         return [exc.one_line()]
-    report = validate(instance, decision)
+    report = validate_decision(instance, decision)  # manifest.load checked it
     if not report.ok:
         return [f"stored best solution is infeasible: {report}"]
     value = get_problem(instance.problem).evaluate(instance, decision)
