@@ -161,3 +161,19 @@ def test_share_costs_shortcuts_give_the_same_bits(mixed):
     some = np.array([5, 0, 17])
     assert share_costs(p, types, cap, util, mem, job_util, job_mem,
                        gpus=some).tobytes() == got[:, some].tobytes()
+
+
+def test_the_evaluator_never_reads_another_instances_or_stale_costs():
+    # the evaluator keeps the last instance's costs: alternating instances, and params
+    # changed in place, must give the values of a first evaluation (by hand, as above)
+    def on_g0(penalty: float):
+        inst = horus_instance([("a", 1, 60.0, 1.0), ("c", 2, 10.0, 1.0)],
+                              params={"unplaced_penalty": penalty})
+        return inst, Decision.of([Placement("a", ("n0/g0",))])
+
+    (low, d), (high, _) = on_g0(100.0), on_g0(50.0)
+    # 1/8 + f(0.6) = 0.125 + 0.6 * 1.31476 = 0.913856; c waits: 2 GPU requests
+    for inst, penalty in ((low, 100.0), (high, 50.0), (low, 100.0)):
+        assert evaluate(inst, d) == pytest.approx(0.913856 + 2 * penalty)
+    low.params["unplaced_penalty"] = 10.0  # changed in place after an evaluation
+    assert evaluate(low, d) == pytest.approx(0.913856 + 20.0)

@@ -31,6 +31,7 @@ otherwise (f is convex with f(0) = 0, hence superadditive).
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -310,9 +311,29 @@ def _paper_total(instance: Instance, decision: Decision,
     return total, placed
 
 
+_LAST_EVALUATED: tuple = (None, None)  # (weak reference to an instance, its costs)
+
+
+def _evaluation_costs(instance: Instance) -> HorusCosts:
+    """:func:`horus_costs` without the matrix, kept for the last instance evaluated: a
+    search or a brute force evaluates many decisions of one instance, and these costs are
+    half of an evaluation of a small one. Kept while the instance is the same object and
+    its params parse to the same object (:func:`parse_horus_params` parses a mapping
+    changed in place again); the weak reference does not keep the instance alive, and a
+    new instance is never taken for a collected one."""
+    global _LAST_EVALUATED
+    ref, costs = _LAST_EVALUATED  # read once: another thread may replace it
+    if (ref is not None and ref() is instance
+            and parse_horus_params(instance.params) is costs.params):
+        return costs
+    costs = horus_costs(instance, matrix=False)
+    _LAST_EVALUATED = (weakref.ref(instance), costs)
+    return costs
+
+
 def horus_breakdown(instance: Instance, decision: Decision) -> HorusBreakdown:
     """Placement cost, unplaced GPU requests and penalty of a decision."""
-    costs = horus_costs(instance, matrix=False)
+    costs = _evaluation_costs(instance)
     cluster = instance.cluster
     util, mem = instance.gpu_usage
     total = 0.0
