@@ -44,8 +44,15 @@ def test_both_forms_match_brute_force(backend, case, form, class_optima):
     assert validate(inst, r.decision).ok
 
 
+# Six of the twelve seeds once compared: together they still take every value of each
+# drawn parameter (3/4/5 servers, 2/4 GPUs per server, 4/6/8 waiting, 0/25/50 % busy);
+# seeds 2, 4, 6, 7, 8 and 10 only repeated such values (none spread a placement: the
+# toys below are where the distinct-server rows bind).
+SNAPSHOT_SEEDS = (0, 1, 3, 5, 9, 11)
+
+
 def _snapshots():
-    for seed in range(12):
+    for seed in SNAPSHOT_SEEDS:
         rng = random.Random(seed)
         base = generate_genie_workload(seed=seed, nodes=rng.choice((3, 4, 5)),
                                        gpus_per_node=rng.choice((2, 4)), density=30.0,
@@ -71,14 +78,16 @@ def _toys():
 def test_classes_equal_the_per_server_model():
     compared = spread = 0
     for inst in [*_snapshots(), *_toys()]:
-        a = solve(inst, "exact", backend="highs", time_limit=60)
+        # form="servers" named: since "classes" became the default (5ea4395) the bare call
+        # compared the class model with itself
+        a = solve(inst, "exact", backend="highs", time_limit=60, form="servers")
         b = solve(inst, "exact", backend="highs", time_limit=60, form="classes")
         assert a.status is b.status is Status.OPTIMAL
         assert b.objective == pytest.approx(a.objective, rel=1e-9, abs=1e-6)
-        assert validate(inst, b.decision).ok
+        assert validate(inst, a.decision).ok and validate(inst, b.decision).ok
         compared += 1
         spread += sum(len({g.split("/")[0] for g in p.gpus}) > 1 for p in b.decision.placements)
-    assert compared == 28
+    assert compared == len(SNAPSHOT_SEEDS) + 16
     assert spread >= 5  # placements over several servers were compared
 
 

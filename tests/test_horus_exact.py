@@ -178,8 +178,11 @@ def _naive_pairs(data):
 
 @pytest.fixture(scope="module")
 def cpu_optima() -> dict[tuple[str, int], float]:
+    # colocation: seeds 0-2 only, all that test_reduced_model_is_exact_when_cpu_binds
+    # reads (3-5's brute force was computed here for no test of this file)
     return {(model, seed): cached_optimum("cpu", model, seed)
-            for model in ("paper", "colocation") for seed in CPU_SEEDS}
+            for model, seeds in (("paper", CPU_SEEDS), ("colocation", CPU_SEEDS[:3]))
+            for seed in seeds}
 
 
 def test_certificate_catches_the_naive_rule(cpu_optima):
