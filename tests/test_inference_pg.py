@@ -66,8 +66,11 @@ def test_training_is_deterministic_for_a_seed(tiny_run, tmp_path):
     del c
 
 
+# 6 s episodes and one policy-gradient iteration (9 s and two before, 2x the CPU on both
+# sides): with np.tanh, np.exp or BLAS matmuls in place of dlsched.heuristics.inference_net's
+# own, the weights of this run and of the one before both differed between the two sides
 TWO_CLUSTERS = TrainConfig(gpus="p2:1;g2:1,p2:1", scale=(1.0, 2.0), episodes=2,
-                           episode_minutes=0.15, val_episodes=2, iterations=2, rollouts=2,
+                           episode_minutes=0.1, val_episodes=2, iterations=1, rollouts=2,
                            bc_epochs=2, dagger=1, eval_every=1, teachers="given", seed=5)
 
 
