@@ -154,14 +154,14 @@ def decisions():
     out = []
     for seed, gpus, peak, cv in ((1, "p2:1", 24, 0.0), (2, "g2:1,p2:1", 40, 0.0),
                                  (3, "g2:2,p2:1", 55, 0.1)):
-        # 3.6 s of queries: 23-83 batches per decision, each corruption hits one of them
-        # (7.2 s, 39-141, cost the corruption test 1.4x the CPU, 14.4 s twice that: the
-        # validator reads every batch each time)
+        # 3.6 s of queries: 23-83 batches per decision (edf-dp's below: 24), each
+        # corruption hits one of them (7.2 s, 39-141, cost the corruption test 1.4x the
+        # CPU, 14.4 s twice that: the validator reads every batch each time)
         inst = generate_inference(seed=seed, gpus=gpus, hours=0.001, peak_qps=peak,
                                   delay_cv=cv)
         for pol in ("heuristic", "fixed"):
             out.append((inst, solve(inst, pol, seed=seed).decision))
-    small = generate_inference(seed=4, gpus="p2:1", hours=0.002, peak_qps=10,
+    small = generate_inference(seed=4, gpus="p2:1", hours=0.001, peak_qps=10,
                                delay_cv=0.0)
     out.append((small, solve(small, "edf-dp").decision))
     for inst, decision in out:
