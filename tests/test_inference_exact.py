@@ -715,18 +715,20 @@ def test_skeleton_assignment_is_optimal_for_its_skeleton(seed):
     assert value <= brute_force(queries, ("p2", "g2")) + 1e-9
 
 
-# seed 3 (0 and 1 before): its search forms a batch of two and, on two GPUs, stops below
-# the optimum; from seeds 0-2 it only swapped tiny for full, reaching the optimum
-@pytest.mark.parametrize("seed", [3])
+# seed 11 of 3 queries (seed 3 of 4 before, 2x the CPU, alike): its search forms a batch
+# of two, reaching the optimum on one GPU and stopping below it on two; 4-query seeds 0-2
+# only swapped tiny for full, reaching the optimum
+@pytest.mark.parametrize("seed", [11])
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
 def test_local_search_never_worsens_and_stays_valid(seed, gpus):
     from dlsched.formulations.inference_improve import improve
     from dlsched.problems.inference import Batch as B
     from dlsched.problems.inference import InferenceDecision, inference_data
 
-    # 4 queries: the local search's moves cost ~0.1 CPU-s per query here (5 took ~0.5 s)
+    # 3 queries: the local search's moves cost ~0.05-0.1 CPU-s per query here (5 took
+    # ~0.5 s)
     rng = np.random.default_rng(600 + seed)
-    queries = random_window(rng, 4)
+    queries = random_window(rng, 3)
     inst = tiny_instance(queries, gpus=gpus)
     data = inference_data(inst)
     # a poor start: every query alone on tiny, one after another
