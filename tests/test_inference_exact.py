@@ -96,9 +96,11 @@ def _features(inst, decision) -> set[str]:
     return out | ({"late"} if late.any() else set())
 
 
-# seeds 0 2 3 5 (0-5 before): the kept optima use both models, batches of 1 and 2, both
-# GPUs and late queries on both clusters (asserted); seeds 1 and 4 used nothing more
-EXACT_SEEDS = (0, 2, 3, 5)
+# seeds 0 and 3 (0-5 before): their optima use both models, batches of 1 and 2, both
+# GPUs and late queries on both clusters (asserted); seeds 1 2 4 5 used nothing more (2
+# cost as much as the others together). More exact-vs-brute-force windows: the busy GPUs
+# (12), the Lagrangian cut (4) and the lagrange method's (4 + 4) tests below
+EXACT_SEEDS = (0, 3)
 
 
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
@@ -319,8 +321,9 @@ def test_a_build_that_outlives_the_budget_never_reaches_cp_sat(clock, monkeypatc
 @pytest.mark.parametrize("lagrange", [0, 5])
 def test_every_stage_of_exact_draws_from_one_budget(clock, monkeypatch, lagrange):
     # hint 0.25 s, Lagrangian bound 0.5 s, 1 ms per slot built, hint completion 0.25 s:
-    # each stage is given what the ones before it left of the 2 s
-    inst = _congested_window(20)
+    # each stage is given what the ones before it left of the 2 s (12 queries: 24 slots
+    # checked; 20 queries cost 2x the CPU for the same stages)
+    inst = _congested_window(12)
     cost = {"policy_schedule": 0.25, "lagrangian_bound": 0.5, "_complete_hint": 0.25}
     seen = _costs(monkeypatch, clock, per_slot=0.001, stages=cost)
     res = solve(inst, "exact", time_limit=2.0, lagrange=lagrange)
@@ -339,14 +342,14 @@ def test_exact_returns_its_warm_start_when_cp_sat_finds_nothing_in_time():
     # (it returned no schedule although the heuristic's, a checked solution of the model,
     # was its hint), and on a busy machine even building the model may; wherever the time
     # runs out, the answer is at least the heuristic's schedule, and says where it is from.
-    # A 0.3 s limit (5 s spent up to 2 CPU-s here, 1 s up to 1): the time runs out
-    # earlier, the same check
+    # A 0.1 s limit (5 s spent up to 2 CPU-s here, 1 s up to 1, 0.3 s 0.2 CPU-s and ran
+    # out while building, as 0.1 s does): the time runs out earlier, the same check
     from dlsched.problems.inference.policies import HeuristicPolicy
     from dlsched.serve import serve
 
     inst = _congested_window(50)
     heuristic = serve(inst, HeuristicPolicy()).decision()
-    res = solve(inst, "exact", time_limit=0.3)
+    res = solve(inst, "exact", time_limit=0.1)
     assert res.status.value in ("feasible", "optimal")
     assert validate(inst, res.decision).ok
     value = float(query_qualities(inference_data(inst), heuristic).sum())
@@ -376,7 +379,7 @@ def test_a_window_whose_time_ends_while_building_returns_a_valid_warm_start_only
 def test_edf_dp_stopped_exact_pass_returns_the_beam_schedule():
     from dlsched.formulations.inference_edf import solve_edf
 
-    inst = _congested_window(30)
+    inst = _congested_window(20)  # 218 states (30 queries: 466, 2x the CPU)
     full, value, stats = solve_edf(inst, beam=2)
     assert stats["complete"] and stats["states"] > 100
     stopped, beam_value, info = solve_edf(inst, beam=2, max_states=100)
@@ -402,7 +405,7 @@ def test_edf_dp_time_limit_covers_both_passes(monkeypatch):
     # pass's schedule, not the class optimum): both stops from one unlimited run
     from dlsched.formulations import inference_edf
 
-    inst = _congested_window(20)  # ~150 reads in the beam pass, ~270 in all (30: 2x CPU)
+    inst = _congested_window(10)  # 70 reads in the beam pass, 132 in all (20: 3x CPU)
     clock = FakeClock(tick=0.001)
     install(monkeypatch, clock, inference_edf)
     ends: list[int] = []
@@ -456,25 +459,32 @@ def test_lagrangian_bound_is_above_the_brute_force_optimum_for_any_lambda(seed, 
 def _plain_pricing(queries, gtype, lam, free=0) -> float:
     """P(λ) by its definition: a backward DP over every integer start time, a batch of
     model m and table size b earning the b largest positive κ_m Q_q − λ_q of the queries
-    arrived by its start."""
-    t_lo = max(free, min(a for a, _s, _h in queries))
-    t_end = max(h for _a, _s, h in queries)
-    lam = [float(x) for x in lam]  # the same values; Python floats are read faster
-    value = {t: 0.0 for t in range(t_end + 1, t_end + 500)}
-    for t in range(t_end, t_lo - 1, -1):
-        best = value[t + 1]
-        arrived = [(lam[q], s, h) for q, (a, s, h) in enumerate(queries) if a <= t]
-        for model in ("full", "tiny"):
-            for b in SIZES:
-                d = TABLES[gtype][model][str(b)]
-                if d is None:
-                    continue
-                terms = sorted((KAPPA[model] * _q(t + d, s, h) - lam_q
-                                for lam_q, s, h in arrived), reverse=True)
-                gain = sum(x for x in terms[:b] if x > 0)
-                best = max(best, gain + value.get(t + d, 0.0))
-        value[t] = best
-    return value[t_lo]
+    arrived by its start. Each (m, b)'s earnings are computed for every start at once (a
+    Python loop over the starts cost 6x the CPU)."""
+    arrival, soft, hard = np.array(queries, dtype=float).T
+    times = np.arange(max(free, int(arrival.min())), int(hard.max()) + 1)
+    lam = np.asarray(lam, dtype=float)
+    span = np.where(hard > soft, hard - soft, 1.0)  # soft == hard: a step, never divided
+    options = []  # (duration, earnings of a batch starting at each of ``times``)
+    for model in ("full", "tiny"):
+        for b in SIZES:
+            d = TABLES[gtype][model][str(b)]
+            if d is None:
+                continue
+            end = (times + d)[:, None]
+            quality = np.where(end <= soft, 1.0,
+                               np.where(end >= hard, 0.0, (hard - end) / span))
+            terms = KAPPA[model] * quality - lam
+            terms[times[:, None] < arrival] = -np.inf  # not arrived by the start
+            top = -np.sort(-terms, axis=1)[:, :b]
+            options.append((d, np.where(top > 0, top, 0.0).sum(axis=1).tolist()))
+    value = [0.0] * (len(times) + 500)  # by start index; 0 after the last hard deadline
+    for i in range(len(times) - 1, -1, -1):
+        best = value[i + 1]
+        for d, gain in options:
+            best = max(best, gain[i] + value[i + d])
+        value[i] = best
+    return value[0]
 
 
 @pytest.mark.parametrize("seed", range(2))  # 3 before; each spans several blocks (asserted)
@@ -585,11 +595,11 @@ def test_lagrange_method_proves_an_uncontested_window_optimal():
 
 def test_lagrange_without_time_limit_is_reproducible():
     # no time limit: fixed iterations and local search to a local optimum, so two runs
-    # give the same batches, value and bound (7 queries, not proven: the local search moves
-    # the repaired schedule; 12 queries cost 3x the CPU for the same check; 5 iterations
-    # reach the same value before and after the search as 20, for 2/3 of the CPU)
-    rng = np.random.default_rng(78)
-    inst = tiny_instance(random_window(rng, 7), gpus=("p2", "g2"))
+    # give the same batches, value and bound (5 queries, not proven: the local search moves
+    # the repaired schedule (asserted); 7 queries (seed 78) cost 2x the CPU and 12 6x for
+    # the same check; 5 iterations reach the same value as 20, for 2/3 of the CPU)
+    rng = np.random.default_rng(13)
+    inst = tiny_instance(random_window(rng, 5), gpus=("p2", "g2"))
     runs = [solve(inst, "lagrange", time_limit=None, iterations=5) for _ in range(2)]
     assert runs[0].status.value == "feasible" and validate(inst, runs[0].decision).ok
     assert runs[0].extra["before_local_search"] < runs[0].objective  # the search ran
@@ -607,8 +617,10 @@ def test_lagrange_starts_from_the_edf_beam_schedule(seed):
     assert validate(inst, beam).ok
     assert value == pytest.approx(get_problem("inference").evaluate(inst, beam))
     assert value <= solve_edf(inst)[1] + 1e-9  # a schedule of the class, so <= its optimum
+    # edf_beam_max=2: the beam pass of width 2 only, the schedule above (widening to 256
+    # cost seed 0 10x the CPU; widening_beam has its own test below)
     res = solve(inst, "lagrange", time_limit=None, iterations=1, hint=None, improve=False,
-                edf_beam=2)
+                edf_beam=2, edf_beam_max=2)
     assert validate(inst, res.decision).ok
     assert res.objective >= value - 1e-9 and res.objective <= res.bound + 1e-6
     bad = solve(inst, "lagrange", time_limit=10, edf_beam=-1)
@@ -703,18 +715,20 @@ def test_skeleton_assignment_is_optimal_for_its_skeleton(seed):
     assert value <= brute_force(queries, ("p2", "g2")) + 1e-9
 
 
-# seed 3 (0 and 1 before): its search forms a batch of two and, on two GPUs, stops below
-# the optimum; from seeds 0-2 it only swapped tiny for full, reaching the optimum
-@pytest.mark.parametrize("seed", [3])
+# seed 11 of 3 queries (seed 3 of 4 before, 2x the CPU, alike): its search forms a batch
+# of two, reaching the optimum on one GPU and stopping below it on two; 4-query seeds 0-2
+# only swapped tiny for full, reaching the optimum
+@pytest.mark.parametrize("seed", [11])
 @pytest.mark.parametrize("gpus", [("p2",), ("p2", "g2")])
 def test_local_search_never_worsens_and_stays_valid(seed, gpus):
     from dlsched.formulations.inference_improve import improve
     from dlsched.problems.inference import Batch as B
     from dlsched.problems.inference import InferenceDecision, inference_data
 
-    # 4 queries: the local search's moves cost ~0.1 CPU-s per query here (5 took ~0.5 s)
+    # 3 queries: the local search's moves cost ~0.05-0.1 CPU-s per query here (5 took
+    # ~0.5 s)
     rng = np.random.default_rng(600 + seed)
-    queries = random_window(rng, 4)
+    queries = random_window(rng, 3)
     inst = tiny_instance(queries, gpus=gpus)
     data = inference_data(inst)
     # a poor start: every query alone on tiny, one after another
@@ -733,9 +747,11 @@ def test_local_search_never_worsens_and_stays_valid(seed, gpus):
 
 def test_lagrange_bounds_noisy_instances_as_their_noise_free_twins():
     # a decision's batches last their table entries whatever delay_cv: the bound holds
+    # 20 iterations prove both optimal, as the default 300 did, for 1/6 of the CPU
     queries = [(0, 100, 160), (10, 150, 300), (20, 400, 400)]
-    noisy = solve(tiny_instance(queries, delay_cv=0.1), "lagrange", time_limit=None)
-    plain = solve(tiny_instance(queries), "lagrange", time_limit=None)
+    noisy = solve(tiny_instance(queries, delay_cv=0.1), "lagrange", time_limit=None,
+                  iterations=20)
+    plain = solve(tiny_instance(queries), "lagrange", time_limit=None, iterations=20)
     assert noisy.status == plain.status and noisy.status.value == "optimal"
     assert (noisy.objective, noisy.bound) == pytest.approx((plain.objective, plain.bound))
 
