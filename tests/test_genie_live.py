@@ -49,7 +49,9 @@ def test_view_policy_equals_snapshot_method(name, options):
     assert (a["start"] > a["submit"]).any()  # some task waited: the queue was exercised
 
 
-@pytest.mark.parametrize("seed", range(6))
+# seed 4 only: a line-arc trace of the library found every arc of seeds 0-5 reached by
+# seed 4 alone, with late_last either way (seeds 0-3 and 5 cost ~0.35 CPU-s)
+@pytest.mark.parametrize("seed", [4])
 @pytest.mark.parametrize("late_last", [False, True])
 def test_swaf_shapes_follow_swaf_order(seed, late_last):
     inst = generate_genie(seed=seed, snapshot=True, nodes=4, gpus_per_node=4, density=20.0)

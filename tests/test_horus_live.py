@@ -33,9 +33,11 @@ def _workload(seed: int, n: int = 120, nodes: int = 3, per: int = 4) -> Instance
     return Instance(problem="horus", cluster=cluster, jobs=jobs, params={})
 
 
+# one seed: a line-arc trace of the library found no arc that seed 1 reached and seed 0
+# did not, for each method and scan (seed 1 cost ~0.35 CPU-s over its six cases)
 @pytest.mark.parametrize("scan", [0, 3, 10**9])  # numpy only, both, Python only
 @pytest.mark.parametrize("method", ["obp", "greedy"])
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0])
 def test_live_forms_equal_the_snapshot_methods(method, seed, scan, monkeypatch):
     monkeypatch.setattr(horus_live, "_SCAN", scan)
     _compare_every_call(method, seed)

@@ -100,8 +100,8 @@ def test_reproduce_quick_json_rows_are_smoke(paper, capsys, monkeypatch):
     # smaller than --quick (the same rows, the same code; this test checks their plumbing,
     # CPU-s of the five in one process: 12.9 -> 4.5): inference 7-s slots, tuned on 1.2-s
     # episodes; liquid 4 servers and the GAs stopped after 2 generations (the GA's
-    # search is tested in test_liquid_heuristics.py); sched2 40-job episodes; GENIE 3 h
-    # of arrivals; Horus 8 jobs
+    # search is tested in test_liquid_heuristics.py); sched2 20-job episodes (the same
+    # rows and library line-arcs as 40); GENIE 3 h of arrivals; Horus 8 jobs
     monkeypatch.setattr(reproduce_genie, "QUICK_HOURS", 3.0)
     monkeypatch.setattr(reproduce_horus, "QUICK_JOBS", 8)
     monkeypatch.setattr(reproduce_inference, "QUICK_HOURS", 0.002)
@@ -109,7 +109,7 @@ def test_reproduce_quick_json_rows_are_smoke(paper, capsys, monkeypatch):
     monkeypatch.setattr(reproduce_liquid, "QUICK_NODES", 4)
     monkeypatch.setattr(reproduce_liquid, "GAS", {
         k: (m, {**o, "max_generations": 2}) for k, (m, o) in reproduce_liquid.GAS.items()})
-    monkeypatch.setattr(reproduce_sched2, "QUICK_JOBS", 40)
+    monkeypatch.setattr(reproduce_sched2, "QUICK_JOBS", 20)
     assert main(["reproduce", paper, "--quick", "--seeds", "1", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line]
     assert len(rows) >= 3

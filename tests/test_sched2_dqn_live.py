@@ -49,8 +49,10 @@ def test_folded_network_scores_as_the_network_on_q_rows(seed):
         assert greedy_pick(got) == greedy_pick(expected)
 
 
+# two workloads: a line-arc trace of the library found every arc of the former seeds 3
+# (5 x 4, 30 s) and 4 (2 x 8, 5 s) reached by these two (they cost ~0.3 CPU-s)
 @pytest.mark.parametrize(("seed", "servers", "per_server", "interarrival"),
-                         [(1, 2, 4, 20.0), (2, 3, 8, 10.0), (3, 5, 4, 30.0), (4, 2, 8, 5.0)])
+                         [(1, 2, 4, 20.0), (2, 3, 8, 10.0)])
 def test_fast_form_picks_as_the_snapshot_method_on_random_workloads(seed, servers, per_server,
                                                                     interarrival):
     w = generate_sched2(seed=seed, jobs=120, servers=servers, gpus_per_server=per_server,
@@ -63,8 +65,9 @@ def test_fast_form_picks_as_the_snapshot_method_on_random_workloads(seed, server
 
 
 def test_fast_form_picks_as_the_snapshot_method_on_a_busy_queue():
-    # long queues on a small cluster: many picks per call, all compared with the snapshot
-    w = generate_sched2(seed=9, jobs=250, servers=4, gpus_per_server=8, interarrival=15.0,
+    # long queues on a small cluster: many picks per call, all compared with the snapshot;
+    # 150 jobs, not 250: the same library line-arcs, queues up to 91 jobs (half the CPU)
+    w = generate_sched2(seed=9, jobs=150, servers=4, gpus_per_server=8, interarrival=15.0,
                         median_duration=900.0)
     seen = []
 

@@ -23,7 +23,9 @@ from dlsched.heuristics.sched2_dqn_policy import (
 )
 
 
-@pytest.mark.parametrize("seed", range(4))
+# seed 0 only: a line-arc trace of the library found no arc of seeds 1-3 that seed 0 did
+# not reach (they cost ~0.38 CPU-s)
+@pytest.mark.parametrize("seed", [0])
 def test_buffer_after_picks_scores_as_fresh_rows(seed):
     rng = np.random.default_rng(100 + seed)
     _, live, servers, per = random_live_rows(seed, rng, jobs=300, max_servers=30)

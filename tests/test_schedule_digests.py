@@ -135,8 +135,12 @@ CASES = (
     + [(w, "horus", m, ()) for w in ("itp10", "itp01", "alibaba") for m in HORUS]
     + [(w, "horus", "greedy", (("beta", 8),)) for w in ("itp10", "itp01", "alibaba")]
     + [(w, "horus", "pab", (("warmup_s", 30.0),)) for w in ("itp10", "itp01", "alibaba")]
-    + [(w, "horus", "greedy", (("beta", 8), ("refill", False)))
-       for w in ("itp10", "itp01", "alibaba")]
+    # refill=False on itp10 only: a line-arc trace of the library (heuristics/, solver/)
+    # found every arc of the itp01 and alibaba refill=False replays (0.36 + 0.53 CPU-s)
+    # reached by the cases kept: itp01's by itp10 refill=False and itp01 beta=8, alibaba's
+    # by itp10 refill=False and alibaba beta=8 (fractional GPUs with a buffer of 8). Their
+    # digests stay in EXPECTED, as recorded from 627901b
+    + [("itp10", "horus", "greedy", (("beta", 8), ("refill", False)))]
     + [("genie", "genie", m, ()) for m in GENIE]
     + [c for c in EXPECTED if c[0] == "genie" and c[3]]
 )

@@ -64,8 +64,9 @@ def test_sched2_view_policies_with_backfill(rule):
     _both(w, Policy(rule, options={"backfill": True}))
 
 
-@pytest.mark.parametrize("rule", ["dsif", "saf"])
-@pytest.mark.parametrize("seed", [1, 2])
+# SAF on seed 1 only: its seed 2 reached no library line-arc that seed 1 did not (DSIF's
+# seed 2 did: both stay)
+@pytest.mark.parametrize("rule,seed", [("dsif", 1), ("saf", 1), ("dsif", 2)])
 def test_sched2_stateful_view_policies(rule, seed):
     # DSIF carries its delay counts across calls in the view policy's state
     from dlsched.state import view_policy
@@ -79,13 +80,12 @@ def test_sched2_stateful_view_policies(rule, seed):
     _both(w, Policy(rule, options={"backfill": True}))
 
 
-# a second seed (4) for the windowed form only: learned-priority and dqn at their defaults
-# are compared on seed 0 here, and their fast schedules are pinned by
-# tests/test_schedule_digests.py on two ITP clusters (dqn's recorded from its snapshot
-# method, before its fast form existed)
+# one seed: learned-priority and dqn at their defaults are compared on seed 0 here, and
+# their fast schedules are pinned by tests/test_schedule_digests.py on two ITP clusters
+# (dqn's recorded from its snapshot method, before its fast form existed); the windowed
+# form's second seed (4) reached no library line-arc that seed 0 with window 4 did not
 @pytest.mark.parametrize("seed,method,options", [(0, "learned-priority", {}),
                                                  (0, "learned-priority", {"window": 4}),
-                                                 (4, "learned-priority", {"window": 4}),
                                                  (0, "dqn", {})])
 def test_sched2_learned_view_policies(method, options, seed):
     from dlsched.registry import get_method
@@ -99,8 +99,9 @@ def test_sched2_learned_view_policies(method, options, seed):
     assert table["start"].gt(table["submit"]).any()  # queues formed: the order mattered
 
 
-@pytest.mark.parametrize("method", ["fifo", "obp", "greedy"])
-@pytest.mark.parametrize("seed", [0, 1])
+# FIFO and greedy on seed 0 only: their seed 1 reached no library line-arc that the same
+# method on seed 0 did not (OBP's seed 1 did: it stays)
+@pytest.mark.parametrize("seed,method", [(0, "fifo"), (0, "obp"), (0, "greedy"), (1, "obp")])
 def test_horus_fast_equals_full_with_interference(method, seed):
     w = horus_workload(seed, cpu=2.0)
     table = _both(w, method, SpeedModel(interference="horus", locality="sched2"))

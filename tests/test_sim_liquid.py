@@ -119,13 +119,18 @@ def _check_run(run, workload: Instance) -> None:
     assert sorted(e[2] for e in done) == sorted(j.id for j in workload.jobs)
 
 
-@pytest.mark.parametrize("policy", [
-    Policy("bestfit"),
-    # conservation is the simulator's, not the GA's: 4 generations per batch suffice
-    Policy("gga", interval=60.0, batch_only=True, options={"max_generations": 4}),
-    EXACT,
-], ids=["bestfit", "gga-batch", "exact-cbc"])
-@pytest.mark.parametrize("seed", [0, 1, 2])
+# conservation is the simulator's, not the GA's: 4 generations per batch suffice
+GGA_BATCH = Policy("gga", interval=60.0, batch_only=True, options={"max_generations": 4})
+
+
+# the exact model on seed 0 only and the GA on seeds 0 and 2: a line-arc trace of the
+# library found no arc of the exact model's seeds 1-2 or the GA's seed 1 that the same
+# policy's kept seeds did not reach (those three runs cost ~0.45 CPU-s, CBC's included)
+@pytest.mark.parametrize("policy,seed", [
+    pytest.param(policy, seed, id=f"{seed}-{name}")
+    for name, policy, seeds in (("bestfit", Policy("bestfit"), (0, 1, 2)),
+                                ("gga-batch", GGA_BATCH, (0, 2)), ("exact-cbc", EXACT, (0,)))
+    for seed in seeds])
 def test_conservation_on_random_workloads(policy, seed):
     w = generate_liquid_workload(seed, nodes=3, gpus_per_node=2, jobs=10,
                                  mean_interarrival_s=60.0, max_workers=3, max_scale=2)
