@@ -78,11 +78,20 @@ def edf_beam_schedule(instance: Instance, *, beam: int = 16, deadline: float | N
                       ) -> tuple[InferenceDecision | None, float]:
     """The beam pass alone: a schedule in C and its Σ Q, or ``(None, -1.0)`` past
     ``deadline`` (a ``time.perf_counter()`` value). A fast primal for other methods."""
-    try:
-        decision, value, _stats = _dp(instance, None, 2_000_000, beam, -1.0, deadline)
-    except _Stopped:
-        return None, -1.0
+    decision, value, _cut = beam_pass(instance, beam, deadline)
     return decision, value
+
+
+def beam_pass(instance: Instance, beam: int, deadline: float | None
+              ) -> tuple[InferenceDecision | None, float, bool]:
+    """:func:`edf_beam_schedule` and whether its beam cut a state: when it cut none (no
+    layer had more states than it keeps), the pass is the exact one and any wider beam
+    returns the same schedule."""
+    try:
+        decision, value, stats = _dp(instance, None, 2_000_000, beam, -1.0, deadline)
+    except _Stopped:
+        return None, -1.0, True
+    return decision, value, stats["beam_cut"]
 
 
 GAIN_CELLS = 1 << 21
@@ -146,10 +155,11 @@ def _dp(instance: Instance, gpu_free, max_states: int, beam: int, lb: float,
     pools[0].append(_Layer(canon(np.array([start_free], dtype=np.int64)), np.zeros(1),
                            np.full(1, -1), np.full(1, -1), np.full((1, 6), -1)))
     layers: list[_Layer | None] = [None] * (n + 1)
-    explored = 0
+    explored, cut = 0, False
     for i in range(n + 1):
         _check_clock(deadline)
-        layer = _select(_merge(pools[i]), beam, lb, upper, i, deadline)
+        layer, cut_here = _select(_merge(pools[i]), beam, lb, upper, i, deadline)
+        cut = cut or cut_here
         pools[i] = []
         layers[i] = layer
         explored += len(layer.value)
@@ -200,7 +210,8 @@ def _dp(instance: Instance, gpu_free, max_states: int, beam: int, lb: float,
     batches.reverse()
     # states keep identical GPUs' free times sorted: replay in π order to name the GPU
     decision = InferenceDecision(batches=tuple(_relabel(batches, data, start_free)))
-    return decision, best_val, {"states": explored}
+    return decision, best_val, ({"states": explored, "beam_cut": cut} if beam
+                                else {"states": explored})
 
 
 def _merge(pool: list[_Layer]) -> _Layer:
@@ -217,20 +228,23 @@ def _merge(pool: list[_Layer]) -> _Layer:
 
 
 def _select(layer: _Layer, beam: int, lb: float, upper, i: int,
-            deadline: float | None) -> _Layer:
+            deadline: float | None) -> tuple[_Layer, bool]:
     """The states kept: above the bound test (``lb`` >= 0), not dominated (every free time
     <= and value >= another's: anything the dominated one can still do, the other can do
     at least as well), and with a beam only the ``beam`` of highest value (of the
     16 · ``beam`` highest before the dominance filter). Equal values: GPUs free earlier
-    (by the sum of free times) first."""
+    (by the sum of free times) first. Also whether the beam may have cut a state (more
+    than 16 · ``beam`` candidates, or ``beam`` kept): a wider beam keeps the same states
+    where it did not."""
     order = np.lexsort((layer.free.sum(axis=1), -layer.value))
+    cut = bool(beam) and len(order) > 16 * beam
     if beam:
         order = order[:16 * beam]
     layer = layer.take(order)
     if lb >= 0:
         layer = layer.take(np.flatnonzero(layer.value + upper(i, layer.free) >= lb - 1e-9))
     kept = _undominated(layer.free, beam, deadline)
-    return layer.take(kept)
+    return layer.take(kept), cut or (bool(beam) and len(kept) >= beam)
 
 
 PARETO_BLOCK = 256

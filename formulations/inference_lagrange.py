@@ -63,7 +63,7 @@ from dlsched.registry import BOOL, MethodSpec, check_option_values, check_option
 from dlsched.result import MethodOutput, Status
 
 from .inference_colgen import column_generation_bound
-from .inference_edf import edf_beam_schedule
+from .inference_edf import beam_pass
 from .inference_improve import improve
 from .inference_pricing import GpuPricer, repair_schedule, standalone_values
 from .inference_scale import proven_optimal, quality_scale
@@ -215,16 +215,17 @@ def widening_beam(instance: Instance, first: int, widest: int, most: float,
     """The EDF beam pass at widths ``first``, 2·``first``, ... up to ``widest``: the best
     schedule, its Σ Q and its width (``(None, -1.0, 0)`` when not even the first finished
     by ``deadline``). Stops early once a schedule earns ``most`` (the per-query bound) or
-    a width does not finish by ``deadline`` (a ``time.perf_counter()`` value)."""
+    a width does not finish by ``deadline`` (a ``time.perf_counter()`` value), or once a
+    width's beam cut no state (a wider one would return the same schedule)."""
     best, best_val, best_width = None, -1.0, 0
     width = first
     while width <= widest:
-        decision, value = edf_beam_schedule(instance, beam=width, deadline=deadline)
+        decision, value, cut = beam_pass(instance, width, deadline)
         if decision is None:
             break
         if value > best_val:
             best, best_val, best_width = decision, value, width
-        if best_val >= most - 1e-9:
+        if best_val >= most - 1e-9 or not cut:
             break
         width *= 2
     return best, best_val, best_width
@@ -238,8 +239,9 @@ def run_lagrange(instance: Instance, *, backend=None, time_limit: float | None =
     ``bound_share`` = 0.5 of the time limit). The schedule: the best of the hint
     policy's (``hint``, default ``heuristic``; empty/None: none), the EDF beam pass of
     :mod:`.inference_edf` (:func:`widening_beam`: ``edf_beam`` states per layer first,
-    default 8, 0: none, then twice as many while time is left, up to ``edf_beam_max``,
-    default :data:`EDF_BEAM_MAX`, never below ``edf_beam``; at most :data:`BEAM_SHARE` of
+    default 8, 0: none, then twice as many while time is left and the last width's beam
+    cut a state, up to ``edf_beam_max``, default :data:`EDF_BEAM_MAX`, never below
+    ``edf_beam``; at most :data:`BEAM_SHARE` of
     the time limit, skipped when the policy's schedule already gives every query the most
     it can earn) and the best Lagrangian repair (every ``repair_every`` = 10 iterations),
     then improved by the skeleton local search of :mod:`.inference_improve` in the time

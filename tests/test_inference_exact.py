@@ -784,3 +784,27 @@ def test_lagrange_counts_a_batch_ending_at_a_single_deadline(queries):
     assert res.objective <= best + 1e-9
     if res.status.value == "optimal":
         assert res.objective == pytest.approx(best, abs=1e-9)
+
+
+def test_widening_stops_at_a_beam_that_cut_no_state(monkeypatch):
+    from dlsched.formulations import inference_lagrange
+    from dlsched.formulations.inference_edf import beam_pass, solve_edf
+
+    rng = np.random.default_rng(701)
+    inst = tiny_instance(random_window(rng, 3), gpus=("p2",))
+    # a wide beam keeps every state of 3 queries: the pass is the class optimum's DP
+    decision, value, cut = beam_pass(inst, 64, None)
+    assert not cut and value == pytest.approx(solve_edf(inst)[1])
+    widths = []
+
+    def recording(instance, width, deadline):
+        widths.append(width)
+        return beam_pass(instance, width, deadline)
+
+    monkeypatch.setattr(inference_lagrange, "beam_pass", recording)
+    _, widened, width = inference_lagrange.widening_beam(inst, 1, 256, float("inf"), None)
+    assert widened == pytest.approx(value)
+    # it doubled only while a beam cut a state: the last width run cut none
+    assert widths[-1] < 256 and not beam_pass(inst, widths[-1], None)[2]
+    assert all(beam_pass(inst, w, None)[2] for w in widths[:-1])
+    assert width <= widths[-1]
