@@ -71,10 +71,21 @@ def test_competition_with_an_external_solver(tmp_path, monkeypatch, capsys):
 @pytest.mark.torch
 def test_maskable_ppo_trains_on_the_registered_environment(monkeypatch, capsys):
     pytest.importorskip("sb3_contrib")
+    import torch
+
     # one rollout of 32 steps and one update pass on 20-job episodes: the script's code,
     # in seconds (its defaults, 256-step rollouts of 200 jobs, are for a real run); a
-    # subprocess spent ~5 of its ~6.5 CPU-s importing torch and torch._dynamo
-    out = run_here("train_maskable_ppo.py", "--steps", "32", "--n-steps", "32", "--jobs", "20",
-                   monkeypatch=monkeypatch, capsys=capsys)
+    # subprocess spent ~5 of its ~6.5 CPU-s importing torch and torch._dynamo. One torch
+    # thread, as dlsched's own learners use (solver/rl/dqn.py): with two, the tiny
+    # network's updates spent ~1.7 CPU-s instead of ~0.2 waiting on each other (the
+    # printed lines checked below do not depend on it); restored after, for the tests
+    # that follow in this process
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        out = run_here("train_maskable_ppo.py", "--steps", "32", "--n-steps", "32", "--jobs",
+                       "20", monkeypatch=monkeypatch, capsys=capsys)
+    finally:
+        torch.set_num_threads(threads)
     assert "MaskablePPO after 32 steps: mean E" in out and "/20 jobs started)" in out
     assert "SPF" in out
