@@ -76,10 +76,10 @@ def test_maskable_ppo_trains_on_the_registered_environment(monkeypatch, capsys):
     # one rollout of 32 steps and one update pass on 20-job episodes: the script's code,
     # in seconds (its defaults, 256-step rollouts of 200 jobs, are for a real run); a
     # subprocess spent ~5 of its ~6.5 CPU-s importing torch and torch._dynamo. One torch
-    # thread, as dlsched's own learners use (solver/rl/dqn.py): with two, the tiny
-    # network's updates spent ~1.7 CPU-s instead of ~0.2 waiting on each other (the
-    # printed lines checked below do not depend on it); restored after, for the tests
-    # that follow in this process
+    # thread, as dlsched's own learners use (solver/rl/dqn.py sets it for the process, so
+    # a worker that trained DQN first already has one): with two, the tiny network's
+    # updates cost 0.4-1.1 CPU-s instead of 0.15-0.3, the threads waiting on each other
+    # (the printed lines checked below do not depend on it); restored after
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
