@@ -39,12 +39,11 @@ def test_time_units():
 def test_titles_units_and_gantt_key():
     w = workload(2, [(0, 1, 40000), (0, 8, 90000), (100, 2, 30000)], name="tiny")
     run = simulate(w, "fifo", record_events=False)
-    for plot in (plot_utilization, plot_jct_cdf, plot_gantt):
-        fig, _ = plot(run)
+    for plot in (plot_utilization, plot_jct_cdf, plot_gantt):  # the Gantt chart last
+        fig, bars = plot(run)
         title = fig.axes[0].get_title()
         assert "workload tiny" in title and "policy fifo" in title and "problem sched2" in title
-    fig, bars = plot_gantt(run)
-    ax = fig.axes[0]
+    ax = fig.axes[0]  # the Gantt chart's (drawn once, not again for these checks)
     assert ax.get_xlabel() == "time (h)"  # 90,000 s span
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["1 GPU", "2 GPUs",
                                                                    "5-8 GPUs"]
