@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 import dlsched.heuristics.sched2_dqn_policy as policy
 from dlsched import state
 from dlsched.heuristics.blas_threads import local_thread_setter
@@ -23,11 +25,28 @@ def _thread_count() -> int | None:
     return count
 
 
-def test_every_call_on_the_one_thread_path_picks_as_the_snapshot_method(monkeypatch):
+@pytest.fixture
+def two_blas_threads():
+    """Two OpenBLAS threads for this thread during the test (the suite's conftest sets one:
+    a restored count of one would not tell a restore from no change)."""
+    fn = local_thread_setter()
+    if fn is None:
+        yield
+        return
+    previous = fn(2)
+    try:
+        yield
+    finally:
+        fn(previous)
+
+
+def test_every_call_on_the_one_thread_path_picks_as_the_snapshot_method(monkeypatch,
+                                                                        two_blas_threads):
     w = generate_sched2(seed=3, jobs=60, servers=2, gpus_per_server=4, interarrival=10.0,
                         median_duration=600.0)
     full = simulate(w, Policy("dqn"), check="full")
     before = _thread_count()
+    assert before in (None, 2)
     calls = []
 
     def counted(view, *, policy_state=None):
