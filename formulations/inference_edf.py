@@ -62,16 +62,17 @@ def solve_edf(instance: Instance, *, gpu_free: list[int] | None = None,
     lb, first = -1.0, None
     if beam:
         try:
-            first, lb, _s = _dp(instance, gpu_free, max_states, beam, -1.0, deadline)
+            first, lb, _states, _cut = _dp(instance, gpu_free, max_states, beam, -1.0,
+                                           deadline)
         except _Stopped as stop:
             return None, -1.0, {"complete": False, "stopped": str(stop), "beam_value": None}
     try:
-        decision, value, stats = _dp(instance, gpu_free, max_states, 0, lb, deadline)
+        decision, value, states, _cut = _dp(instance, gpu_free, max_states, 0, lb, deadline)
     except _Stopped as stop:
         return first, lb, {"complete": False, "stopped": f"{stop} (the beam pass's schedule)",
                            "beam_value": lb if first is not None else None}
-    stats.update(complete=True, stopped=None, beam_value=lb if beam else None)
-    return decision, value, stats
+    return decision, value, {"states": states, "complete": True, "stopped": None,
+                             "beam_value": lb if beam else None}
 
 
 def edf_beam_schedule(instance: Instance, *, beam: int = 16, deadline: float | None = None
@@ -88,10 +89,10 @@ def beam_pass(instance: Instance, beam: int, deadline: float | None
     layer had more states than it keeps), the pass is the exact one and any wider beam
     returns the same schedule."""
     try:
-        decision, value, stats = _dp(instance, None, 2_000_000, beam, -1.0, deadline)
+        decision, value, _states, cut = _dp(instance, None, 2_000_000, beam, -1.0, deadline)
     except _Stopped:
         return None, -1.0, True
-    return decision, value, stats["beam_cut"]
+    return decision, value, cut
 
 
 GAIN_CELLS = 1 << 21
@@ -114,6 +115,8 @@ class _Layer:
 
 def _dp(instance: Instance, gpu_free, max_states: int, beam: int, lb: float,
         deadline: float | None):
+    """One pass: its schedule, Σ Q, the states kept over all layers, and whether the
+    beam (0: none) cut a state (:func:`_select`)."""
     data = inference_data(instance)
     n, num_gpus = data.num_queries, len(data.gpu_ids)
     pi = edf_order(data)
@@ -210,8 +213,7 @@ def _dp(instance: Instance, gpu_free, max_states: int, beam: int, lb: float,
     batches.reverse()
     # states keep identical GPUs' free times sorted: replay in π order to name the GPU
     decision = InferenceDecision(batches=tuple(_relabel(batches, data, start_free)))
-    return decision, best_val, ({"states": explored, "beam_cut": cut} if beam
-                                else {"states": explored})
+    return decision, best_val, explored, cut
 
 
 def _merge(pool: list[_Layer]) -> _Layer:
