@@ -39,5 +39,6 @@ def dqn(instance: Instance, *, weights: str | None = None) -> Decision:
 register_method(MethodSpec("sched2", "dqn", "learned", heuristic_method(dqn, ("weights",)),
                            summary="learned job selection (deep-Q, Sec. III; one per-job "
                            "Q-network for any cluster), packing placement"))
+# the simulator's fast form; its start guard reads the agent's state (skips a call that waits)
 register_view_policy(ViewPolicy("sched2", "dqn", dqn_live, dqn_can_start, frozenset(),
-                                _gpus_only, stateful=True))  # the simulator's fast form
+                                _gpus_only, stateful=True, guard_state=True))

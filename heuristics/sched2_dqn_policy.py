@@ -23,6 +23,7 @@ import json
 import math
 from functools import cache
 from importlib import resources
+from typing import NamedTuple
 
 import numpy as np
 
@@ -198,6 +199,57 @@ THREADED_ROWS = 200
 """From this many rows up a call holds one BLAS thread (:mod:`.blas_threads`); OpenBLAS
 runs smaller products of this network's widths on the calling thread anyway."""
 
+# ---------------------------------------------------------------- calls that would wait
+# After a call that ends on φ the engine asks ``dqn_can_start`` at each event. Until a job
+# arrives, an event only ends jobs, so a new call would score the same jobs on the same
+# features but three: the share of idle GPUs s (larger), the log waiting times w (longer)
+# and, when the largest idle server changes, the ``wider`` flags (then it is called).
+# ReLU is 1-Lipschitz, so a change dz of a row's first-layer pre-activation changes its
+# Q-value by at most g · |dz|, g = |W₂| |w₃| (elementwise absolute values). A job row's
+# pre-activation moves with s by (f_idle + log2_gpus · f_gpus×idle) · ds and with w by
+# (f_wait + l · f_wait×queue) · dw (the queue load l is unchanged: the same jobs wait).
+# g · |f_idle + x · f_gpus×idle| is convex in x, so its largest value over the workload's
+# log2 GPU counts is at an end of their range; log1p is concave, so the youngest job's w
+# grows the most. φ's value moves by at most g · |f_idle| · ds. When the best job's upper
+# bound stays below φ's lower bound by more than greedy_pick's tolerance, the agent picks
+# φ: the call would start nothing and change nothing, and the engine skips it. The bound is
+# exact arithmetic on the network; WAIT_SLACK covers the float64 rounding of the stored
+# Q-values (about 1e-15 relative: docs/rl.md). tests/test_sched2_dqn_live.py runs the
+# skipped calls and checks that they start nothing.
+
+WAIT_SLACK = 1e-9
+"""Absolute margin added to :data:`TIE_TOL`'s in :meth:`LiveQ.still_waits`."""
+
+
+class WaitPoint(NamedTuple):
+    """A call that ended on φ: the values and state its last pass scored."""
+
+    phi: float  # φ's Q-value
+    best_job: float  # the largest Q-value of a job
+    time: float
+    idle_share: float  # s
+    load: float  # l = log(1 + queued jobs per GPU)
+    queued: int  # jobs left waiting
+    widest: int  # idle GPUs of the largest idle server
+    newest_submit: float  # the youngest waiting job's submit time
+
+
+def _drift_gains(network: NumpyJobQ, log2_gpus: np.ndarray) -> tuple[float, ...]:
+    """The Lipschitz gains of :meth:`LiveQ.still_waits` (section above): a job's Q-value
+    per unit of idle share (the largest over the workload's GPU counts), φ's, and a job's
+    per unit of log waiting time (constant part, part per unit of queue load)."""
+    (w0, _), (w1, _), (w2, _) = network.layers
+    gain = np.abs(w1) @ np.abs(w2[:, 0])
+    feature = {name: w0[k] for k, name in enumerate(Q_FEATURES)}
+
+    def spread(z: np.ndarray) -> float:
+        return float(gain @ np.abs(z))
+
+    ends = (float(log2_gpus.min()), float(log2_gpus.max())) if len(log2_gpus) else (0.0,)
+    per_idle = max(spread(feature["idle_share"] + x * feature["gpus_x_idle"]) for x in ends)
+    return (per_idle, spread(feature["idle_share"]), spread(feature["log_wait"]),
+            spread(feature["wait_x_queue"]))
+
 
 class LiveQ:
     """The Q-network on the live view, its first layer folded, and the queue's rows.
@@ -257,8 +309,40 @@ class LiveQ:
         self.buffer = np.empty((0, len(LIVE_COLUMNS)))  # the rows, then φ (:meth:`room`)
         self.room(63, 0)
         self.kept = -1  # rows the last call left in the buffer (-1: none to reuse)
+        self.waited: WaitPoint | None = None  # the last call's, if it ended on φ
+        self.drift = _drift_gains(network, log2_gpus)
         self.added = 0  # the queue's count of added jobs at the last call
         self.widest = 0  # the largest idle server the buffer's ``wider`` column is for
+
+    def still_waits(self, view) -> bool:
+        """Whether the agent would pick φ at once on ``view`` (the module section "Calls
+        that would wait"): the best job's upper bound is below φ's lower bound by more
+        than :func:`greedy_pick`'s tolerance and :data:`WAIT_SLACK`."""
+        bounds = self.wait_bounds(view)
+        if bounds is None:
+            return False
+        jobs_high, phi_low = bounds
+        return jobs_high < phi_low - TIE_TOL * max(1.0, abs(phi_low)) - WAIT_SLACK
+
+    def wait_bounds(self, view) -> tuple[float, float] | None:
+        """(an upper bound on every job's Q-value, a lower bound on φ's) on ``view``, from
+        the last call when it ended on φ; None unless only jobs ended since and the largest
+        idle server kept its size (or when nothing runs: an idle cluster never waits)."""
+        w = self.waited
+        if (w is None or view.queue_added() != self.added or view.queue_length() != w.queued
+                or view.most_idle() != w.widest):
+            return None
+        total = view.cluster.num_gpus
+        free = view.idle_count
+        if free >= total:
+            return None
+        idle_drift = abs(free / total - w.idle_share)
+        wait_drift = (math.log1p((view.time - w.newest_submit) / WAIT_SCALE_S)
+                      - math.log1p((w.time - w.newest_submit) / WAIT_SCALE_S))
+        per_idle, per_idle_phi, per_wait, per_wait_load = self.drift
+        jobs_high = w.best_job + idle_drift * per_idle + wait_drift * (
+            per_wait + w.load * per_wait_load)
+        return jobs_high, w.phi - idle_drift * per_idle_phi
 
     def start(self, records: np.ndarray, now: float, widest: int) -> np.ndarray:
         """The rows (:data:`LIVE_COLUMNS`) of ``records`` at time ``now`` with ``widest``
@@ -393,6 +477,7 @@ def _picks(view, live: LiveQ, window: int | None) -> list[Placement]:
     running = free < total  # every SCHED² job holds a GPU
     widest = view.most_idle()  # widest_left with nothing taken yet
     rows, n = live.rows(view, widest)  # one per job in arrival order; φ last
+    live.waited = None
     coef, fold, first = live.coef, live.fold, live.first
     m1, m2, m3 = live.first_matrix, live.second, live.last
     (h1, h2), zeros, values = live.hidden, live.zeros, live.values
@@ -437,6 +522,9 @@ def _picks(view, live: LiveQ, window: int | None) -> list[Placement]:
             if q[int(q[:pick].argmax())] >= low:
                 pick = int((q[:pick] >= low).argmax())
         if pick == k:
+            if running and window is None:  # k = n ≥ 1: every job was scored
+                live.waited = WaitPoint(float(q[k]), float(q[:k].max()), view.time,
+                                        coef[1], coef[2], n, widest, rows[n - 1, SUBMIT])
             break
         gpus = rows[pick, GPUS]
         got = _packing_live(view, int(gpus), taken, free)
@@ -469,6 +557,9 @@ def _picks(view, live: LiveQ, window: int | None) -> list[Placement]:
 _MIN = np.minimum.reduce  # a column's least value (ndarray.min's work, without its wrapper)
 
 
-dqn_can_start = some_job_fits
-"""``dqn``'s ``can_start``: some waiting job's GPU count fits the idle GPUs (the function
-itself, not a wrapper: the engine asks it at every event)."""
+def dqn_can_start(view, *, policy_state=None) -> bool:
+    """``dqn``'s ``can_start``: some waiting job's GPU count fits the idle GPUs, unless the
+    last call ended on φ and the agent provably picks φ again now
+    (:meth:`LiveQ.still_waits`)."""
+    return some_job_fits(view) and (policy_state is None
+                                    or not policy_state[0].still_waits(view))

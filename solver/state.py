@@ -99,7 +99,9 @@ class ViewPolicy:
     fast form (stateful too: PAB) returns ``(decision, policy_state, extra)``, ``extra``
     holding the simulator's requeue hook (``requeue``, ``watch_at``) as a snapshot
     method's result would; its ``can_start`` also gets ``policy_state=`` (it may skip only
-    a call that would change nothing but a repeated watch).
+    a call that would change nothing but a repeated watch). A stateful fast form with
+    ``guard_state`` (``dqn``) gets ``policy_state=`` in ``can_start`` too, to skip a call
+    it proves would start nothing and change nothing.
     """
 
     problem: str
@@ -110,6 +112,7 @@ class ViewPolicy:
     applies: Callable[[Instance], bool] = lambda workload: True
     stateful: bool = False
     hooks: bool = False
+    guard_state: bool = False
 
     def run(self, view: Any, state: Any, options: dict[str, Any]
             ) -> tuple[Any, Any, dict[str, Any]]:

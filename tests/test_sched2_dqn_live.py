@@ -11,7 +11,11 @@ import numpy as np
 import pytest
 from dqn_rows_view import random_live_rows, random_moment
 
+from dlsched.heuristics.sched2_dqn import dqn
 from dlsched.heuristics.sched2_dqn_policy import (
+    WAIT_SCALE_S,
+    LiveQ,
+    _drift_gains,
     dqn_decision,
     greedy_pick,
     load_network,
@@ -19,7 +23,9 @@ from dlsched.heuristics.sched2_dqn_policy import (
     shipped_weights,
 )
 from dlsched.instances.sched2_gen import generate_sched2
+from dlsched.problems.sched2 import parse_sched2_params
 from dlsched.simulate import Policy, simulate
+from dlsched.simulate.view import snapshot
 
 
 def close_q(got: np.ndarray, expected: np.ndarray) -> bool:
@@ -79,6 +85,108 @@ def test_fast_form_picks_as_the_snapshot_method_on_a_busy_queue():
     assert max(seen) >= 40  # the queue grew long
     for a, b in zip(sorted(full.records, key=lambda r: r.job.id),
                     sorted(fast.records, key=lambda r: r.job.id), strict=True):
+        assert (a.start, a.end, a.gpu_list) == (b.start, b.end, b.gpu_list)
+
+
+@pytest.mark.parametrize("moves", ["idle", "wait", "both"])
+def test_drift_gains_bound_how_far_each_rows_q_value_moves(moves):
+    # the start guard's Lipschitz gains against the network on q_rows: random queues on
+    # 32 x 8 GPUs, the idle share and/or the waiting times moved (the queue and the largest
+    # idle server kept, as the guard requires); the bound must hold for every row and come
+    # within a factor of ten somewhere, or a dropped or halved term would go unnoticed
+    network, _ = load_network(shipped_weights())
+    rng = np.random.default_rng(7)
+    total, jobs = 256, 120
+    ratios = []
+    for _ in range(40):
+        gpus = rng.choice([1.0, 2.0, 4.0, 8.0, 16.0], jobs)
+        duration = rng.lognormal(8.0, 1.5, jobs)
+        sensitivity = rng.uniform(1.0, 3.0, jobs)
+        wait0 = rng.exponential(3600.0, jobs)
+        idle0 = rng.integers(0, 8, 32)
+        idle0[0] = 8
+        idle1, wait1 = idle0.copy(), wait0.copy()
+        if moves != "wait":
+            idle1[1:] = np.minimum(8, idle0[1:] + rng.integers(0, 5, 31))
+        if moves != "idle":
+            wait1 = wait0 + rng.exponential(1800.0)
+        before = network(q_rows(gpus, duration, wait0, sensitivity, idle0, total, jobs))
+        after = network(q_rows(gpus, duration, wait1, sensitivity, idle1, total, jobs))
+        per_idle, per_idle_phi, per_wait, per_wait_load = _drift_gains(network, np.log2(gpus))
+        idle_drift = (idle1.sum() - idle0.sum()) / total
+        wait_drift = np.log1p(wait1 / WAIT_SCALE_S) - np.log1p(wait0 / WAIT_SCALE_S)
+        load = math.log1p(jobs / total)
+        bound = idle_drift * per_idle + wait_drift * (per_wait + load * per_wait_load)
+        moved = np.abs(after - before)
+        assert (moved[:-1] <= bound + 1e-9).all()
+        assert moved[-1] <= idle_drift * per_idle_phi + 1e-9
+        ratios.append((moved[:-1] / np.maximum(bound, 1e-300)).max())
+    assert max(ratios) > 0.1
+
+
+def _q_now(view, network) -> np.ndarray:
+    """The network's Q-values on the view's queue (arrival order), φ last: q_rows on the
+    jobs as the snapshot method reads them."""
+    jobs = view.queue_jobs()
+    params = parse_sched2_params(view.params)
+    idle = np.array([len(gpus) for gpus in view.idle_lists()])
+    rows = q_rows(np.array([float(j.num_gpus) for j in jobs]),
+                  np.array([float(j.duration) for j in jobs]),
+                  np.array([view.time - j.submit_time for j in jobs]),
+                  np.array([params.sensitivity(j.model) for j in jobs]),
+                  idle, view.cluster.num_gpus, len(jobs))
+    return network(rows)
+
+
+def test_the_start_guards_bounds_hold_the_networks_values(monkeypatch):
+    # each bound (a job's Lipschitz rise with the idle share and its waiting time, φ's
+    # fall) against the Q-values recomputed from the definition wherever the guard had one
+    w = generate_sched2(seed=1, jobs=150, servers=32, gpus_per_server=8, interarrival=10.0,
+                        median_duration=3600.0)
+    network, _ = load_network(shipped_weights())
+    bounds = LiveQ.wait_bounds
+    gaps = []
+
+    def checked(live, view):
+        found = bounds(live, view)
+        if found is not None:
+            q = _q_now(view, network)
+            gaps.append((found[0] - q[:-1].max(), q[-1] - found[1]))
+        return found
+
+    monkeypatch.setattr(LiveQ, "wait_bounds", checked)
+    simulate(w, Policy("dqn"), check="fast")
+    gaps = np.array(gaps)
+    assert len(gaps) >= 50
+    assert (gaps >= -1e-9).all()  # both bounds hold
+    assert (gaps[:, 0] > 1e-6).any()  # and were tested where the jobs' values moved
+
+
+def test_every_call_the_start_guard_skips_would_start_nothing(monkeypatch):
+    # the guard's proof (LiveQ.still_waits) checked by the snapshot method, which shares
+    # neither the folded network nor the bound: at each skipped call it starts no job (on
+    # 256 GPUs a job's end moves the idle share little, so the guard skips 83 of 267 calls)
+    w = generate_sched2(seed=1, jobs=150, servers=32, gpus_per_server=8, interarrival=10.0,
+                        median_duration=3600.0)
+    proven = LiveQ.still_waits
+    asked, skipped = [], []
+
+    def checked(live, view):
+        waits = proven(live, view)
+        asked.append(waits)
+        if waits:
+            shown = snapshot(view._state, w, view.time, None, False)
+            skipped.append(dqn(shown).placements)
+        return waits
+
+    monkeypatch.setattr(LiveQ, "still_waits", checked)
+    run = simulate(w, Policy("dqn"), check="fast")
+    assert len(skipped) >= 20 and not all(asked)  # both answers given
+    assert all(placements == () for placements in skipped)
+    monkeypatch.setattr(LiveQ, "still_waits", lambda live, view: False)
+    unguarded = simulate(w, Policy("dqn"), check="fast")
+    assert run.policy_calls == unguarded.policy_calls - len(skipped)
+    for a, b in zip(run.records, unguarded.records, strict=True):
         assert (a.start, a.end, a.gpu_list) == (b.start, b.end, b.gpu_list)
 
 
