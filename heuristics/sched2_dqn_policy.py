@@ -523,7 +523,7 @@ def _picks(view, live: LiveQ, window: int | None) -> list[Placement]:
                 pick = int((q[:pick] >= low).argmax())
         if pick == k:
             if running and window is None:  # k = n ≥ 1: every job was scored
-                live.waited = WaitPoint(float(q[k]), float(q[:k].max()), view.time,
+                live.waited = WaitPoint(float(q[k]), float(q[int(q[:k].argmax())]), view.time,
                                         coef[1], coef[2], n, widest, rows[n - 1, SUBMIT])
             break
         gpus = rows[pick, GPUS]
