@@ -315,9 +315,9 @@ class LiveQ:
         self.widest = 0  # the largest idle server the buffer's ``wider`` column is for
 
     def still_waits(self, view) -> bool:
-        """Whether the agent would pick φ at once on ``view`` (the module section "Calls
-        that would wait"): the best job's upper bound is below φ's lower bound by more
-        than :func:`greedy_pick`'s tolerance and :data:`WAIT_SLACK`."""
+        """Whether the agent would pick φ at once on ``view`` (the section "calls that
+        would wait" above this class): the best job's upper bound is below φ's lower
+        bound by more than :func:`greedy_pick`'s tolerance and :data:`WAIT_SLACK`."""
         bounds = self.wait_bounds(view)
         if bounds is None:
             return False
