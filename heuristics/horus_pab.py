@@ -188,4 +188,4 @@ register_method(MethodSpec(
 # method's module)
 register_view_policy(ViewPolicy("horus", "pab", pab_live, can_start,
                                 frozenset({"warmup_s", "threshold", "serial"}),
-                                stateful=True, hooks=True))
+                                stateful=True, hooks=True, guard_state=True))

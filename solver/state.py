@@ -98,10 +98,9 @@ class ViewPolicy:
     call, then what it returned last) and returns ``(decision, policy_state)``. A ``hooks``
     fast form (stateful too: PAB) returns ``(decision, policy_state, extra)``, ``extra``
     holding the simulator's requeue hook (``requeue``, ``watch_at``) as a snapshot
-    method's result would; its ``can_start`` also gets ``policy_state=`` (it may skip only
-    a call that would change nothing but a repeated watch). A stateful fast form with
-    ``guard_state`` (``dqn``) gets ``policy_state=`` in ``can_start`` too, to skip a call
-    it proves would start nothing and change nothing.
+    method's result would. A stateful fast form with ``guard_state`` (PAB, ``dqn``) gets
+    ``policy_state=`` in ``can_start`` too, to skip a call that would change nothing (PAB:
+    nothing but a repeated watch; ``dqn``: one it proves would start nothing).
     """
 
     problem: str

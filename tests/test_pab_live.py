@@ -51,7 +51,7 @@ def test_the_fast_form_is_registered_with_the_requeue_hook():
 
     get_method("horus", "pab")  # imports the method's module, as the simulator does
     vp = view_policy("horus", "pab")
-    assert vp is not None and vp.stateful and vp.hooks
+    assert vp is not None and vp.stateful and vp.hooks and vp.guard_state
     assert vp.options == {"warmup_s", "threshold", "serial"}
 
 

@@ -255,7 +255,7 @@ class _Engine:
         if (vp := self.view_policy) is not None:
             if not len(self.state.queue):
                 return False
-            if vp.hooks or vp.guard_state:  # PAB's and dqn's guards read their state
+            if vp.guard_state:  # PAB's and dqn's guards read their state
                 return bool(vp.can_start(self.view(), policy_state=self.caller.state,
                                          **self.policy.options))
             if self.policy.options:
